@@ -1,0 +1,52 @@
+# groundqa — `make demo` sets everything up and runs the main job; `make test` passes the tests.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+DEMO    = .demo
+# One thread pool on two cores: BLAS stays single-threaded, see README "Performance".
+export OPENBLAS_NUM_THREADS ?= 1
+export OMP_NUM_THREADS ?= 1
+
+.PHONY: demo test test-slow lint format bench install clean
+
+$(BIN)/groundqa: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+install: $(BIN)/groundqa
+
+demo: install
+	$(BIN)/groundqa validate examples/regpack
+	$(BIN)/groundqa ingest examples/regpack --index $(DEMO)/regpack
+	$(BIN)/groundqa inspect --index $(DEMO)/regpack
+	@echo; echo "== ask"
+	$(BIN)/groundqa ask "What is the turbine setback from a dwelling in Northmere?" --index $(DEMO)/regpack
+	$(BIN)/groundqa ask "How many penalty units is the fine for late NEER lodgement?" --index $(DEMO)/regpack
+	$(BIN)/groundqa ask "What trunk circumference makes a tree protected in Fennick City?" --index $(DEMO)/regpack
+	$(BIN)/groundqa ask "How much native vegetation can be cleared?" --filter state=Westhaven --index $(DEMO)/regpack
+	$(BIN)/groundqa ask "Who won the 1994 World Cup?" --index $(DEMO)/regpack
+	@echo; echo "== evaluation on examples/regpack.probes.jsonl"
+	$(BIN)/groundqa eval --index $(DEMO)/regpack --probes examples/regpack.probes.jsonl --k 1,3,5,10
+
+test: install
+	$(BIN)/pytest -q -m "not slow"
+
+test-slow: install
+	$(BIN)/pytest -q -m slow
+
+lint: install
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/mypy
+
+format: install
+	$(BIN)/ruff format src tests bench examples
+	$(BIN)/ruff check --fix src tests bench examples
+
+bench: install
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(DEMO) bench/.work

@@ -1,0 +1,84 @@
+"""groundqa: answers questions from a document corpus, and only from it.
+
+>>> from groundqa import Engine, ingest
+>>> ingest(["examples/regpack"], "/tmp/idx")          # doctest: +SKIP
+>>> Engine.open("/tmp/idx").ask("When is a NEER report due?")  # doctest: +SKIP
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from groundqa._version import __version__
+from groundqa.errors import (
+    CorpusError,
+    EmptyCorpusError,
+    GroundqaError,
+    IndexCorruptError,
+    IndexLockedError,
+    IndexMissingError,
+    IndexVersionError,
+    Interrupted,
+    LoadError,
+    ProbeError,
+    UsageError,
+    ValidationBlocked,
+)
+from groundqa.models import (
+    REFUSAL,
+    Answer,
+    Chunk,
+    Citation,
+    Document,
+    Finding,
+    GateDecision,
+    Hit,
+    Section,
+)
+
+__all__ = [
+    "REFUSAL",
+    "Answer",
+    "Chunk",
+    "Citation",
+    "CorpusError",
+    "Document",
+    "EmptyCorpusError",
+    "Engine",
+    "Finding",
+    "GateDecision",
+    "GroundqaError",
+    "Hit",
+    "IndexCorruptError",
+    "IndexLockedError",
+    "IndexMissingError",
+    "IndexVersionError",
+    "IngestReport",
+    "Interrupted",
+    "LoadError",
+    "ProbeError",
+    "Section",
+    "UsageError",
+    "ValidationBlocked",
+    "__version__",
+    "ingest",
+]
+
+if TYPE_CHECKING:
+    from groundqa.engine import Engine
+    from groundqa.ingestion import IngestReport, ingest
+
+# The engine and ingest pull in numpy and bm25s; importing them on first use keeps
+# `import groundqa` (and the CLI's --help) fast.
+_LAZY = {
+    "Engine": "groundqa.engine",
+    "IngestReport": "groundqa.ingestion",
+    "ingest": "groundqa.ingestion",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'groundqa' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

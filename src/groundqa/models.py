@@ -1,0 +1,385 @@
+"""The records that flow between pipeline stages.
+
+Every stage takes and returns these frozen dataclasses. Each has `to_dict()` and
+`from_dict()` so an Answer can cross a process boundary (CLI `--json`, HTTP) and
+come back equal. Ids are derived from content and position, never from a
+counter, so a rebuild of the same corpus yields the same ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+Severity = Literal["BLOCK", "REVIEW"]
+SEVERITIES: tuple[Severity, ...] = ("BLOCK", "REVIEW")
+
+
+def stable_id(*parts: object, length: int = 16) -> str:
+    """A short hex id that depends only on `parts` (content and position)."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8"))
+    return digest.hexdigest()[:length]
+
+
+def breadcrumb(title: str, path: tuple[str, ...]) -> str:
+    """`Title > Part 2 > 2.1 Thresholds`: the document title then the section path."""
+    return " > ".join(p for p in (title, *path) if p)
+
+
+def uri_for(source: str, page: int | None) -> str:
+    """A link a reader can open: a file URI for local paths, with `#page=N` when known."""
+    if "://" in source:
+        base = source
+    elif source:
+        base = Path(source).resolve().as_uri()
+    else:
+        base = ""
+    return f"{base}#page={page}" if page is not None and base else base
+
+
+@dataclass(frozen=True)
+class Section:
+    """One addressable unit of a document: a `##` section, a CSV row, a clause."""
+
+    section_id: str
+    heading: str
+    text: str
+    path: tuple[str, ...] = ()
+    page: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "section_id": self.section_id,
+            "heading": self.heading,
+            "text": self.text,
+            "path": list(self.path),
+            "page": self.page,
+            "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Section:
+        return cls(
+            section_id=d["section_id"],
+            heading=d.get("heading", ""),
+            text=d.get("text", ""),
+            path=tuple(d.get("path", ())),
+            page=d.get("page"),
+            metadata=dict(d.get("metadata", {})),
+        )
+
+
+@dataclass(frozen=True)
+class Document:
+    """A source document as loaded: its identity, provenance and sections.
+
+    Record formats (CSV rows, BEIR entries) give one Document per record with a
+    single Section whose id is the record id; structured formats (Markdown,
+    ObliQA) give one Document per file with one Section per heading or clause.
+    """
+
+    doc_id: str
+    title: str
+    source: str
+    format: str
+    sections: tuple[Section, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "source": self.source,
+            "format": self.format,
+            "sections": [s.to_dict() for s in self.sections],
+            "metadata": dict(self.metadata),
+            "line": self.line,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Document:
+        return cls(
+            doc_id=d["doc_id"],
+            title=d.get("title", ""),
+            source=d.get("source", ""),
+            format=d.get("format", ""),
+            sections=tuple(Section.from_dict(s) for s in d.get("sections", ())),
+            metadata=dict(d.get("metadata", {})),
+            line=d.get("line"),
+        )
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """The unit that is indexed and retrieved: a section, or one part of a long one."""
+
+    chunk_id: str
+    doc_id: str
+    section_id: str
+    title: str
+    section_path: tuple[str, ...]
+    text: str
+    source: str
+    page: int | None = None
+    part: int = 0
+    parts: int = 1
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def breadcrumb(self) -> str:
+        return breadcrumb(self.title, self.section_path)
+
+    @property
+    def uri(self) -> str:
+        return uri_for(self.source, self.page)
+
+    def index_text(self) -> str:
+        """What the lexical index sees: title and section path travel with the body."""
+        return "\n".join((self.breadcrumb, self.text))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "section_id": self.section_id,
+            "title": self.title,
+            "section_path": list(self.section_path),
+            "text": self.text,
+            "source": self.source,
+            "page": self.page,
+            "part": self.part,
+            "parts": self.parts,
+            "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Chunk:
+        return cls(
+            chunk_id=d["chunk_id"],
+            doc_id=d["doc_id"],
+            section_id=d["section_id"],
+            title=d.get("title", ""),
+            section_path=tuple(d.get("section_path", ())),
+            text=d["text"],
+            source=d.get("source", ""),
+            page=d.get("page"),
+            part=int(d.get("part", 0)),
+            parts=int(d.get("parts", 1)),
+            metadata=dict(d.get("metadata", {})),
+        )
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved chunk with its score and 1-based rank under one retriever."""
+
+    chunk: Chunk
+    score: float
+    rank: int
+    retriever: str = "bm25"
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.chunk
+        return {
+            "rank": self.rank,
+            "score": self.score,
+            "retriever": self.retriever,
+            "chunk_id": c.chunk_id,
+            "doc_id": c.doc_id,
+            "section_id": c.section_id,
+            "title": c.title,
+            "section": c.breadcrumb,
+            "section_path": list(c.section_path),
+            "page": c.page,
+            "source": c.source,
+            "uri": c.uri,
+            "part": c.part,
+            "parts": c.parts,
+            "metadata": dict(c.metadata),
+            "text": c.text,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Hit:
+        return cls(
+            chunk=Chunk.from_dict(d),
+            score=float(d["score"]),
+            rank=int(d["rank"]),
+            retriever=d.get("retriever", "bm25"),
+        )
+
+
+@dataclass(frozen=True)
+class Citation:
+    """What an `[n]` marker in an answer points to."""
+
+    n: int
+    chunk_id: str
+    doc_id: str
+    section_id: str
+    title: str
+    section: str
+    page: int | None
+    uri: str
+    snippet: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "section_id": self.section_id,
+            "title": self.title,
+            "section": self.section,
+            "page": self.page,
+            "uri": self.uri,
+            "snippet": self.snippet,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Citation:
+        return cls(
+            n=int(d["n"]),
+            chunk_id=d.get("chunk_id", ""),
+            doc_id=d["doc_id"],
+            section_id=d.get("section_id", ""),
+            title=d.get("title", ""),
+            section=d.get("section", ""),
+            page=d.get("page"),
+            uri=d.get("uri", ""),
+            snippet=d.get("snippet", ""),
+        )
+
+
+@dataclass(frozen=True)
+class GateDecision:
+    """Whether retrieval found enough to answer, and the numbers behind the call."""
+
+    answer: bool
+    reason: str
+    score: float
+    threshold: float
+    features: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "reason": self.reason,
+            "score": self.score,
+            "threshold": self.threshold,
+            "features": dict(self.features),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GateDecision:
+        return cls(
+            answer=bool(d["answer"]),
+            reason=d.get("reason", ""),
+            score=float(d.get("score", 0.0)),
+            threshold=float(d.get("threshold", 0.0)),
+            features={k: float(v) for k, v in d.get("features", {}).items()},
+        )
+
+
+REFUSAL = "I don't have enough information about that."
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The result of one question: text, its sources, and how it was decided."""
+
+    question: str
+    answer: str
+    refused: bool
+    citations: tuple[Citation, ...]
+    passages: tuple[Hit, ...]
+    gate: GateDecision
+    refused_by: str | None = None
+    generator: str = "extractive"
+    audit: dict[str, Any] | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "answer": self.answer,
+            "refused": self.refused,
+            "refused_by": self.refused_by,
+            "citations": [c.to_dict() for c in self.citations],
+            "passages": [h.to_dict() for h in self.passages],
+            "gate": self.gate.to_dict(),
+            "generator": self.generator,
+            "audit": self.audit,
+            "timings_ms": dict(self.timings_ms),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Answer:
+        return cls(
+            question=d["question"],
+            answer=d["answer"],
+            refused=bool(d["refused"]),
+            refused_by=d.get("refused_by"),
+            citations=tuple(Citation.from_dict(c) for c in d.get("citations", ())),
+            passages=tuple(Hit.from_dict(h) for h in d.get("passages", ())),
+            gate=GateDecision.from_dict(d["gate"]),
+            generator=d.get("generator", "extractive"),
+            audit=d.get("audit"),
+            timings_ms={k: float(v) for k, v in d.get("timings_ms", {}).items()},
+        )
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing validation noticed. BLOCK stops indexing; REVIEW is reported and indexed."""
+
+    severity: Severity
+    check: str
+    message: str
+    source: str = ""
+    doc_id: str | None = None
+    section_id: str | None = None
+    line: int | None = None
+    excerpt: str = ""
+
+    def where(self) -> str:
+        parts = []
+        if self.source:
+            parts.append(f"{self.source}:{self.line}" if self.line else self.source)
+        if self.section_id:
+            parts.append(f"section {self.section_id}")
+        elif self.doc_id:
+            parts.append(f"doc {self.doc_id}")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "severity": self.severity,
+            "check": self.check,
+            "message": self.message,
+            "source": self.source,
+            "doc_id": self.doc_id,
+            "section_id": self.section_id,
+            "line": self.line,
+            "excerpt": self.excerpt,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Finding:
+        severity = d["severity"]
+        if severity not in SEVERITIES:
+            raise ValueError(f"unknown severity {severity!r}")
+        return cls(
+            severity=severity,
+            check=d["check"],
+            message=d["message"],
+            source=d.get("source", ""),
+            doc_id=d.get("doc_id"),
+            section_id=d.get("section_id"),
+            line=d.get("line"),
+            excerpt=d.get("excerpt", ""),
+        )

@@ -1,0 +1,286 @@
+"""Text primitives shared by chunking, indexing, the gate and the extractive answerer.
+
+Paragraph and sentence splitting are conservative: a boundary is only placed where
+a reader would agree a sentence ends, so that chunking can promise never to cut
+mid-sentence. Abbreviations, decimals and clause numbers ("s. 3.2", "e.g.", "1.5 ha")
+do not end sentences.
+
+The `Analyzer` is the one place that turns text into index terms (lower-case,
+English stopwords removed, Snowball stems), so the lexical index, the gate's
+coverage feature and the answerer's sentence scoring all agree on what a term is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n+")
+
+# Words after which a full stop does not end a sentence.
+_ABBREVIATIONS = frozenset(
+    [
+        "e.g",
+        "i.e",
+        "etc",
+        "vs",
+        "cf",
+        "al",
+        "approx",
+        "incl",
+        "esp",
+        "fig",
+        "figs",
+        "no",
+        "nos",
+        "p",
+        "pp",
+        "para",
+        "paras",
+        "s",
+        "ss",
+        "cl",
+        "cll",
+        "reg",
+        "regs",
+        "sch",
+        "art",
+        "arts",
+        "ch",
+        "chap",
+        "sec",
+        "secs",
+        "vol",
+        "vols",
+        "ed",
+        "eds",
+        "dr",
+        "mr",
+        "mrs",
+        "ms",
+        "st",
+        "mt",
+        "ft",
+        "jr",
+        "sr",
+        "co",
+        "corp",
+        "inc",
+        "ltd",
+        "dept",
+        "est",
+        "min",
+        "max",
+        "ca",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "mon",
+        "tue",
+        "wed",
+        "thu",
+        "fri",
+        "sat",
+        "sun",
+        "a.m",
+        "p.m",
+        "u.s",
+        "u.k",
+        "u.a.e",
+    ]
+)
+
+# A candidate boundary: terminal punctuation, optional closing quotes/brackets, then space.
+_CANDIDATE = re.compile(r"[.!?][\"'”’)\]]*(?=\s+)")
+_NEXT_STARTS_SENTENCE = re.compile(r"\s+[\"'“‘(\[]?[A-Z0-9§#*•\-–(]")
+_LIST_LINE = re.compile(r"\n(?=[ \t]*(?:[-*•]|\(?[a-z0-9]{1,3}[.)]|#{1,6}\s))")
+_TOKEN = re.compile(r"(?u)\b\w\w+\b")
+
+SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*\s*$")
+
+
+def split_paragraphs(text: str) -> list[str]:
+    """Blocks separated by blank lines, stripped, empty ones dropped."""
+    return [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+
+
+def _ends_with_abbreviation(before: str) -> bool:
+    word = before.rsplit(None, 1)[-1] if before.strip() else ""
+    word = word.lstrip("(\"'“‘[").rstrip(".").lower()
+    if not word:
+        return False
+    if word in _ABBREVIATIONS:
+        return True
+    # Single letters ("J. Smith", "s.") and clause numbers ("3.2.") are not sentence ends.
+    return len(word) == 1 or bool(re.fullmatch(r"[\d.]+", word) and "." in word)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a paragraph or passage, in order, whitespace-trimmed.
+
+    Lines that start list items or headings begin a new unit too, since a list
+    item ending in ';' reads as a clause of its own.
+    """
+    sentences: list[str] = []
+    for block in _LIST_LINE.split(text):
+        start = 0
+        for m in _CANDIDATE.finditer(block):
+            end = m.end()
+            if not _NEXT_STARTS_SENTENCE.match(block, end):
+                continue
+            if block[m.start()] == "." and _ends_with_abbreviation(block[start : m.start()]):
+                continue
+            piece = block[start:end].strip()
+            if piece:
+                sentences.append(piece)
+            start = end
+        tail = block[start:].strip()
+        if tail:
+            sentences.append(tail)
+    return sentences
+
+
+def ends_sentence(text: str) -> bool:
+    """True when `text` ends where a sentence (or a list clause) can end."""
+    return bool(SENTENCE_END.search(text.rstrip())) or text.rstrip().endswith(("```", "|"))
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+# Words that shape a question but say nothing about its topic. The index keeps them
+# (they cost little in BM25); coverage measures ignore them, since an unseen "what"
+# in a small corpus would otherwise read as a topic the corpus lacks.
+QUESTION_WORDS = frozenset(
+    [
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "how",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "should",
+        "would",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "will",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "has",
+        "have",
+        "had",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "there",
+        "here",
+        "any",
+        "some",
+        "much",
+        "many",
+        "get",
+        "got",
+        "need",
+        "needs",
+        "tell",
+        "know",
+        "please",
+        "about",
+        "also",
+        "ever",
+        "still",
+        "thing",
+        "things",
+        "way",
+        "someone",
+        "anyone",
+        "one",
+        "ones",
+    ]
+)
+
+
+class Analyzer:
+    """Lower-case, split on word characters, drop English stopwords, Snowball-stem.
+
+    Stems are cached per surface form: corpora repeat words far more than they
+    introduce them, which makes stemming a small share of indexing time.
+    """
+
+    name = "en-snowball-v1"
+
+    def __init__(self) -> None:
+        import Stemmer
+
+        self._stemmer = Stemmer.Stemmer("english")
+        self._stop = _stopwords()
+        self._cache: dict[str, str] = {}
+
+    def _stem(self, word: str) -> str:
+        stem = self._cache.get(word)
+        if stem is None:
+            stem = self._stemmer.stemWord(word)
+            self._cache[word] = stem
+        return stem
+
+    def terms(self, text: str) -> list[str]:
+        stop = self._stop
+        return [self._stem(w) for w in _TOKEN.findall(text.lower()) if w not in stop]
+
+    def term_set(self, text: str) -> set[str]:
+        return set(self.terms(text))
+
+    def query_terms(self, question: str) -> list[str]:
+        """Distinct topic terms of a question, in order: index terms less question words."""
+        stop = self._stop
+        seen: dict[str, None] = {}
+        for w in _TOKEN.findall(question.lower()):
+            if w in stop or w in QUESTION_WORDS:
+                continue
+            seen.setdefault(self._stem(w), None)
+        return list(seen)
+
+    def many(self, texts: Iterable[str]) -> list[list[str]]:
+        return [self.terms(t) for t in texts]
+
+
+def shorten(text: str, limit: int = 240) -> str:
+    """One line of at most `limit` characters, cut at a word boundary."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1].rsplit(" ", 1)[0]
+    return cut + "…"
