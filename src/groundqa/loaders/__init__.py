@@ -1,0 +1,280 @@
+"""The load stage: files and folders in, Documents and file-level findings out.
+
+`load()` takes the paths a user named, decides which loader reads each file (by the
+folder's layout and the file's extension, or as `fmt` says) and returns every Document
+with the problems it met on the way. Formats: Markdown folders, CSV (with a column
+mapping), BEIR `corpus.jsonl`, ObliQA structured JSON. Folders mix Markdown and CSV
+freely.
+
+It refuses two things. It does not raise on a broken file: an unreadable, non-UTF-8,
+binary or malformed file becomes a BLOCK finding and the other files still load, so
+that `groundqa validate` lists every problem in one run. And it does not pretend: a
+path that does not exist, an unknown format and a folder with nothing loadable are
+errors, and files it skipped are named in a REVIEW finding. Judging content (empty
+bodies, duplicate ids, extraction artefacts) is validation's job, not this stage's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from groundqa.errors import EmptyCorpusError, LoadError, UsageError
+from groundqa.loaders._common import (
+    CSV_SUFFIXES,
+    MARKDOWN_SUFFIXES,
+    block,
+    is_housekeeping,
+    looks_like_obliqa,
+    skipped_finding,
+    source_of,
+    walk,
+)
+from groundqa.loaders.beir import load_beir
+from groundqa.loaders.csv import ROLES, load_csv
+from groundqa.loaders.markdown import load_markdown
+from groundqa.loaders.obliqa import load_obliqa
+from groundqa.models import Document, Finding
+
+__all__ = [
+    "FORMATS",
+    "LoadResult",
+    "detect_format",
+    "load",
+    "load_beir",
+    "load_csv",
+    "load_markdown",
+    "load_obliqa",
+]
+
+FORMATS = ("auto", "csv", "markdown", "beir", "obliqa")
+
+_SUFFIXES: dict[str, tuple[str, ...]] = {
+    "markdown": MARKDOWN_SUFFIXES,
+    "csv": CSV_SUFFIXES,
+    "beir": (".jsonl",),
+    "obliqa": (".json",),
+}
+_BEIR_CORPUS = "corpus.jsonl"
+
+Loaded = tuple[list[Document], list[Finding]]
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What a load produced.
+
+    `findings` holds a BLOCK finding for each file that could not be read and a
+    REVIEW finding for files a folder walk skipped; `sources` every file that was
+    read (resolved absolute posix paths, sorted).
+    """
+
+    documents: tuple[Document, ...]
+    findings: tuple[Finding, ...]
+    sources: tuple[str, ...]
+
+
+def _format_for_file(path: Path) -> str | None:
+    """The loader a lone file gets under `auto`, by extension; None if there is none."""
+    suffix = path.suffix.lower()
+    if suffix in MARKDOWN_SUFFIXES:
+        return "markdown"
+    if suffix in CSV_SUFFIXES:
+        return "csv"
+    if suffix == ".jsonl":
+        return "beir"
+    if suffix == ".json" and looks_like_obliqa(path):
+        return "obliqa"
+    return None
+
+
+def _json_files(folder: Path) -> list[Path]:
+    return [p for p in walk(folder, recursive=False) if p.suffix.lower() == ".json"]
+
+
+def _folder_format(folder: Path) -> str | None:
+    """`beir` or `obliqa` when the folder has that layout, else None (walk by extension)."""
+    if (folder / _BEIR_CORPUS).is_file():
+        return "beir"
+    # Any passage file makes it an ObliQA folder: a single corrupt file among forty
+    # should be reported by the ObliQA loader, not turn the folder into a Markdown walk.
+    if any(looks_like_obliqa(p) for p in _json_files(folder)):
+        return "obliqa"
+    return None
+
+
+def detect_format(path: Path) -> str:
+    """The format `auto` reads `path` (one file or folder) as.
+
+    One of `csv`, `markdown`, `beir`, `obliqa`; `mixed` for a folder holding both
+    Markdown and CSV files; `pdf` for a PDF (not loadable in this version); `unknown`
+    when nothing in it is loadable.
+    """
+    if not path.exists():
+        raise LoadError(f"no such file or folder: {path}", source=str(path))
+    if path.is_file():
+        if path.suffix.lower() == ".pdf":
+            return "pdf"
+        return _format_for_file(path) or "unknown"
+    layout = _folder_format(path)
+    if layout is not None:
+        return layout
+    kinds = {
+        "markdown" if p.suffix.lower() in MARKDOWN_SUFFIXES else "csv"
+        for p in walk(path)
+        if p.suffix.lower() in MARKDOWN_SUFFIXES + CSV_SUFFIXES and not is_housekeeping(p)
+    }
+    if len(kinds) == 2:
+        return "mixed"
+    return kinds.pop() if kinds else "unknown"
+
+
+def _plan_folder(folder: Path, fmt: str) -> tuple[list[tuple[Path, str]], list[Path]]:
+    """(files to load with their format, files skipped) for one folder."""
+    if fmt == "auto":
+        fmt = _folder_format(folder) or "auto"
+    if fmt == "beir":
+        corpus = folder / _BEIR_CORPUS
+        if corpus.is_file():
+            # The rest of a BEIR folder (queries, qrels) is evaluation data, not corpus.
+            return [(corpus, "beir")], []
+        files = [p for p in walk(folder, recursive=False) if p.suffix.lower() == ".jsonl"]
+        return [(p, "beir") for p in files], []
+    if fmt == "obliqa":
+        top = walk(folder, recursive=False)
+        files = [p for p in top if p.suffix.lower() == ".json"]
+        return [(p, "obliqa") for p in files], [p for p in top if p not in files]
+    wanted = (
+        {"markdown": MARKDOWN_SUFFIXES, "csv": CSV_SUFFIXES}
+        if fmt == "auto"
+        else {fmt: _SUFFIXES[fmt]}
+    )
+    planned: list[tuple[Path, str]] = []
+    skipped: list[Path] = []
+    for path in walk(folder):
+        kind = next((k for k, sfx in wanted.items() if path.suffix.lower() in sfx), None)
+        if kind is None or is_housekeeping(path):
+            skipped.append(path)
+        else:
+            planned.append((path, kind))
+    return planned, skipped
+
+
+def _looked_for(fmt: str) -> str:
+    if fmt == "beir":
+        return f"{_BEIR_CORPUS} or *.jsonl"
+    suffixes = _SUFFIXES[fmt] if fmt != "auto" else MARKDOWN_SUFFIXES + CSV_SUFFIXES
+    return ", ".join(suffixes)
+
+
+def _unsupported(path: Path) -> Finding:
+    if path.suffix.lower() == ".pdf":
+        message = (
+            f"{path.name}: PDF ingestion is not available in this version; "
+            "convert it to Markdown or CSV and load that"
+        )
+    elif path.suffix.lower() == ".json":
+        message = (
+            f"{path.name} is not an ObliQA passage list; pass --format obliqa if it is one, "
+            "or convert it to a BEIR corpus.jsonl"
+        )
+    else:
+        message = (
+            f"{path.name} is not a format groundqa loads (.md, .markdown, .csv, .jsonl, "
+            "ObliQA .json); pass --format to choose a loader or convert the file"
+        )
+    return block("unsupported-format", message, path)
+
+
+def _load_file(
+    path: Path, fmt: str, root: Path | None, columns: Mapping[str, str] | None
+) -> Loaded:
+    loaders: dict[str, Callable[[], Loaded]] = {
+        "markdown": lambda: load_markdown(path, root=root),
+        "csv": lambda: load_csv(path, columns=columns),
+        "beir": lambda: load_beir(path),
+        "obliqa": lambda: load_obliqa(path),
+    }
+    return loaders[fmt]()
+
+
+def _check_arguments(fmt: str, columns: Mapping[str, str] | None) -> None:
+    if fmt == "pdf":
+        raise UsageError(
+            f"PDF ingestion is not available in this version; use one of: {', '.join(FORMATS)}"
+        )
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown format {fmt!r}; use one of: {', '.join(FORMATS)}")
+    for role, name in (columns or {}).items():
+        if role not in ROLES:
+            raise UsageError(
+                f"unknown column role {role!r}; map one of {', '.join(ROLES)} (e.g. text=Body)"
+            )
+        if not name or not name.strip():
+            raise UsageError(f"--columns {role}= needs a column name")
+
+
+def load(
+    sources: Sequence[str | Path],
+    fmt: str = "auto",
+    columns: Mapping[str, str] | None = None,
+) -> LoadResult:
+    """Load every file under `sources` (files and folders) as `fmt` (`auto` detects).
+
+    `columns` maps CSV roles (`id`, `title`, `text`) to column names. Raises LoadError
+    for a path that does not exist, UsageError for an unknown format or column role,
+    and EmptyCorpusError for a folder with nothing loadable or when nothing at all was
+    loaded and nothing was broken.
+    """
+    _check_arguments(fmt, columns)
+    if isinstance(sources, str | Path):
+        sources = [sources]  # a lone path, not a sequence of one-letter paths
+    if not sources:
+        raise UsageError("no sources given; name at least one file or folder")
+    paths: list[Path] = []
+    for given in sources:
+        path = Path(given).expanduser()
+        if not path.exists():
+            raise LoadError(f"no such file or folder: {given}", source=str(given))
+        if path.resolve() not in {p.resolve() for p in paths}:
+            paths.append(path)
+
+    documents: list[Document] = []
+    findings: list[Finding] = []
+    read: set[str] = set()
+    for path in paths:
+        if path.is_dir():
+            planned, skipped = _plan_folder(path, fmt)
+            if not planned:
+                raise EmptyCorpusError(
+                    f"nothing to load in {path}: no {_looked_for(fmt)} files"
+                    + (f" ({len(skipped)} other file(s) skipped)" if skipped else "")
+                    + "; point at the folder that holds the corpus or pass --format"
+                )
+            for file, file_fmt in planned:
+                docs, found = _load_file(file, file_fmt, path, columns)
+                documents.extend(docs)
+                findings.extend(found)
+                read.add(source_of(file))
+            note = skipped_finding(path, skipped)
+            if note is not None:
+                findings.append(note)
+            continue
+        kind: str | None = fmt if fmt != "auto" else _format_for_file(path)
+        if kind is None:
+            findings.append(_unsupported(path))
+            continue
+        docs, found = _load_file(path, kind, None, columns)
+        documents.extend(docs)
+        findings.extend(found)
+        read.add(source_of(path))
+
+    if not documents and not any(f.severity == "BLOCK" for f in findings):
+        names = ", ".join(str(s) for s in sources)
+        raise EmptyCorpusError(
+            f"no documents found in {names}; check that the files hold records or sections"
+        )
+    return LoadResult(
+        documents=tuple(documents), findings=tuple(findings), sources=tuple(sorted(read))
+    )

@@ -1,0 +1,182 @@
+"""What every loader shares: reading a file as text, turning a failure into a finding,
+and walking a folder.
+
+A file that cannot be read is a BLOCK finding here, never an exception, so that one
+`groundqa validate` run can list every broken file at once. Nothing in this module
+guesses an encoding: a corpus is UTF-8 (with or without a BOM) or it is reported.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from groundqa.models import Finding
+
+BINARY_SNIFF_BYTES = 8192
+
+# Extensions each format reads when it walks a folder.
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+CSV_SUFFIXES = (".csv",)
+
+# Files that describe a corpus rather than belong to it (a README beside the guides, a
+# PROVENANCE note beside the data). They are skipped in folder walks, and the skip is
+# reported; a user who wants one indexed names the file itself.
+HOUSEKEEPING_STEMS = frozenset(
+    {
+        "readme",
+        "provenance",
+        "license",
+        "licence",
+        "copying",
+        "notice",
+        "changelog",
+        "changes",
+        "contributing",
+        "authors",
+        "code_of_conduct",
+        "security",
+        "manifest",
+    }
+)
+
+
+def source_of(path: Path) -> str:
+    """The string a Document or Finding names its file by: resolved, absolute, posix."""
+    return path.resolve().as_posix()
+
+
+def block(check: str, message: str, path: Path, line: int | None = None) -> Finding:
+    return Finding(
+        severity="BLOCK", check=check, message=message, source=source_of(path), line=line
+    )
+
+
+def review(check: str, message: str, path: Path, excerpt: str = "") -> Finding:
+    return Finding(
+        severity="REVIEW", check=check, message=message, source=source_of(path), excerpt=excerpt
+    )
+
+
+def read_text(path: Path) -> str | Finding:
+    """The file decoded as UTF-8 (a leading BOM dropped), or the BLOCK finding saying why not.
+
+    Line endings are left as they are: CSV needs them untouched to tell a row end from
+    a line break inside a quoted field.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        return block(
+            "unreadable",
+            f"cannot read {path.name} ({reason}); check the path and its permissions",
+            path,
+        )
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return block(
+            "binary",
+            f"{path.name} looks like a binary file (NUL bytes in its first 8 KiB); "
+            "remove it from the corpus or export it as text",
+            path,
+        )
+    bom = len(b"\xef\xbb\xbf") if data.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        return data[bom:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = bom + exc.start
+        line = data.count(b"\n", 0, offset) + 1
+        return block(
+            "not-utf8",
+            f"{path.name} is not valid UTF-8 (byte {offset}, line {line}); re-save it as UTF-8",
+            path,
+            line=line,
+        )
+
+
+def normalise_newlines(text: str) -> str:
+    """CRLF (and a lone CR, which some old editors write) become LF."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def clean_body(text: str) -> str:
+    """A section body as stored: newlines normalised, surrounding whitespace stripped."""
+    return normalise_newlines(text).strip()
+
+
+def is_hidden(name: str) -> bool:
+    return name.startswith(".")
+
+
+def is_housekeeping(path: Path) -> bool:
+    return path.stem.lower() in HOUSEKEEPING_STEMS
+
+
+def walk(folder: Path, recursive: bool = True) -> list[Path]:
+    """Every non-hidden file under `folder`, sorted by its path relative to `folder`.
+
+    Hidden files and folders (a leading dot: `.git`, `.DS_Store`) are never corpus.
+    Symlinked folders are not followed, so a link cycle cannot hang a load.
+    """
+    found: list[Path] = []
+
+    def visit(directory: Path) -> None:
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            # An unreadable subfolder shows up as missing files; the folder itself was
+            # readable (the caller checked), so this is not worth failing the load for.
+            return
+        for entry in entries:
+            if is_hidden(entry.name):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if recursive:
+                    visit(Path(entry.path))
+            elif entry.is_file():
+                found.append(Path(entry.path))
+
+    visit(folder)
+    return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
+
+
+def skipped_finding(folder: Path, skipped: Iterable[Path]) -> Finding | None:
+    """One REVIEW finding for everything a folder walk left out, or None if nothing was."""
+    skipped = list(skipped)
+    if not skipped:
+        return None
+    kept_aside = [p for p in skipped if is_housekeeping(p)]
+    other = [p for p in skipped if not is_housekeeping(p)]
+    parts = []
+    if other:
+        counts = Counter(p.suffix.lower() or "(no extension)" for p in other)
+        kinds = ", ".join(f"{n} {ext}" for ext, n in sorted(counts.items()))
+        parts.append(f"{len(other)} file(s) of a type it does not load ({kinds})")
+    if kept_aside:
+        notes = ", ".join(p.name for p in kept_aside)
+        parts.append(f"{len(kept_aside)} corpus note(s) ({notes})")
+    names = [p.relative_to(folder).as_posix() for p in skipped]
+    excerpt = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+    return review(
+        "skipped-files",
+        f"skipped {' and '.join(parts)} in {folder.name or folder.as_posix()}; "
+        "name a file explicitly (or convert it) if it belongs in the corpus",
+        folder,
+        excerpt=excerpt,
+    )
+
+
+def looks_like_obliqa(path: Path) -> bool:
+    """A JSON file whose start is a list of passage objects (`"PassageID"` in the first 4 KiB).
+
+    A sniff, not a parse: it decides which loader reads the file, and that loader reports
+    whatever is actually wrong with it.
+    """
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096).decode("utf-8", errors="ignore")
+    except OSError:
+        return False
+    return head.lstrip("\ufeff \t\r\n").startswith("[") and '"PassageID"' in head
