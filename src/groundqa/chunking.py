@@ -1,0 +1,173 @@
+"""Structure-aware chunking: one section becomes one chunk unless it is too long.
+
+A section longer than `max_chars` is split at paragraph boundaries first, then at
+sentence boundaries inside a paragraph that is itself too long, with a short
+overlap so a fact spanning the cut is found from either side. It never cuts
+inside a sentence: a single sentence longer than the limit stays whole (and
+`check_boundaries` lists it). Every part keeps the section id, the document
+title and the section path, so retrieval is scored and cited per section.
+
+Chunk ids hash the section id, the part number and the text, so an unchanged
+corpus rebuilds to the same ids.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from groundqa.models import Chunk, Document, Section, stable_id
+from groundqa.text import ends_sentence, split_paragraphs, split_sentences
+
+
+@dataclass(frozen=True)
+class ChunkerSettings:
+    """How long sections are cut. Stored in the index manifest."""
+
+    max_chars: int = 1500
+    overlap_chars: int = 300
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"strategy": "section-paragraph-sentence-v1", **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ChunkerSettings:
+        return cls(max_chars=int(d["max_chars"]), overlap_chars=int(d["overlap_chars"]))
+
+
+@dataclass(frozen=True)
+class _Unit:
+    text: str
+    joiner: str  # how this unit attaches to the one before it in the same part
+    paragraph_start: bool
+
+
+def _units(text: str, max_chars: int) -> list[_Unit]:
+    """Paragraphs, with over-long paragraphs broken into their sentences."""
+    units: list[_Unit] = []
+    for para in split_paragraphs(text):
+        if len(para) <= max_chars:
+            units.append(_Unit(para, "\n\n", True))
+            continue
+        for i, sentence in enumerate(split_sentences(para)):
+            units.append(_Unit(sentence, "\n\n" if i == 0 else " ", i == 0))
+    return units
+
+
+def split_section(text: str, settings: ChunkerSettings) -> list[str]:
+    """The text of each part of one section, in order."""
+    body = text.strip()
+    if len(body) <= settings.max_chars:
+        return [body] if body else []
+    units = _units(body, settings.max_chars)
+    parts: list[list[_Unit]] = []
+    current: list[_Unit] = []
+    size = 0
+    for unit in units:
+        added = len(unit.text) + (len(unit.joiner) if current else 0)
+        if current and size + added > settings.max_chars:
+            parts.append(current)
+            tail = current[-1]
+            # Overlap: repeat the last unit when it is short enough to be context, not a copy.
+            overlap_fits = len(tail.text) + len(unit.joiner) + len(unit.text) <= settings.max_chars
+            if len(tail.text) <= settings.overlap_chars and overlap_fits:
+                current = [tail]
+                size = len(tail.text)
+            else:
+                current, size = [], 0
+            added = len(unit.text) + (len(unit.joiner) if current else 0)
+        current.append(unit)
+        size += added
+    if current:
+        parts.append(current)
+    out: list[str] = []
+    for part in parts:
+        pieces = [part[0].text]
+        pieces.extend(u.joiner + u.text for u in part[1:])
+        out.append("".join(pieces))
+    return out
+
+
+def chunk_section(doc: Document, section: Section, settings: ChunkerSettings) -> list[Chunk]:
+    texts = split_section(section.text, settings)
+    metadata = {**doc.metadata, **section.metadata}
+    return [
+        Chunk(
+            chunk_id=stable_id(section.section_id, i, text),
+            doc_id=doc.doc_id,
+            section_id=section.section_id,
+            title=doc.title,
+            section_path=section.path,
+            text=text,
+            source=doc.source,
+            page=section.page,
+            part=i,
+            parts=len(texts),
+            metadata=metadata,
+        )
+        for i, text in enumerate(texts)
+    ]
+
+
+def chunk_documents(docs: Iterable[Document], settings: ChunkerSettings) -> list[Chunk]:
+    return [
+        chunk
+        for doc in docs
+        for section in doc.sections
+        for chunk in chunk_section(doc, section, settings)
+    ]
+
+
+@dataclass(frozen=True)
+class BoundaryIssue:
+    """A chunk that does not start at a paragraph or end at a sentence end."""
+
+    chunk_id: str
+    section_id: str
+    part: int
+    problem: str
+    excerpt: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check_boundaries(chunks: Sequence[Chunk], section_texts: dict[str, str]) -> list[BoundaryIssue]:
+    """Where a chunk starts other than at a paragraph start, or ends other than at a sentence end.
+
+    `section_texts` maps section id to the section body, so a chunk start can be
+    placed in its source. A part that starts at a sentence inside a paragraph
+    is expected for an over-long paragraph and is listed as `starts-mid-paragraph`;
+    a start that is not even a sentence start is `starts-mid-sentence`.
+    """
+    issues: list[BoundaryIssue] = []
+    for c in chunks:
+        body = section_texts.get(c.section_id, "")
+        paragraphs = split_paragraphs(body)
+        starts_para = any(p.startswith(c.text[:80]) for p in paragraphs) or c.part == 0
+        if not starts_para:
+            starts_sentence = any(
+                s.startswith(c.text[:60]) for p in paragraphs for s in split_sentences(p)
+            )
+            problem = "starts-mid-paragraph" if starts_sentence else "starts-mid-sentence"
+            issues.append(BoundaryIssue(c.chunk_id, c.section_id, c.part, problem, c.text[:60]))
+        if not ends_sentence(c.text):
+            issues.append(
+                BoundaryIssue(c.chunk_id, c.section_id, c.part, "ends-mid-sentence", c.text[-60:])
+            )
+    return issues
+
+
+def size_summary(chunks: Sequence[Chunk]) -> dict[str, float]:
+    sizes = sorted(len(c.text) for c in chunks)
+    if not sizes:
+        return {"min": 0, "p50": 0, "p90": 0, "max": 0, "mean": 0}
+    return {
+        "min": sizes[0],
+        "p50": statistics.median(sizes),
+        "p90": sizes[min(len(sizes) - 1, int(0.9 * len(sizes)))],
+        "max": sizes[-1],
+        "mean": round(statistics.fmean(sizes), 1),
+    }
