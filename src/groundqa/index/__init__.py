@@ -1,0 +1,87 @@
+"""Persisted indexes: the chunk store and the BM25 index of one complete build.
+
+`write_index` turns chunks into a sealed build (see `store` for the atomic swap);
+`load_index` opens the current build after checking its manifest against its files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from groundqa.errors import IndexCorruptError
+from groundqa.index.lexical import BM25Settings, LexicalIndex, top_k
+from groundqa.index.store import (
+    Manifest,
+    build_lock,
+    current_build,
+    new_build_id,
+    read_manifest,
+    write_build,
+)
+from groundqa.models import Chunk
+from groundqa.text import Analyzer
+
+__all__ = [
+    "BM25Settings",
+    "LexicalIndex",
+    "LoadedIndex",
+    "Manifest",
+    "build_lock",
+    "current_build",
+    "load_index",
+    "new_build_id",
+    "read_manifest",
+    "top_k",
+    "write_build",
+    "write_chunks",
+]
+
+CHUNKS = "chunks.jsonl"
+BM25_DIR = "bm25"
+
+
+def write_chunks(directory: Path, chunks: Sequence[Chunk]) -> None:
+    with (directory / CHUNKS).open("w", encoding="utf-8") as f:
+        for chunk in chunks:
+            f.write(json.dumps(chunk.to_dict(), ensure_ascii=False, sort_keys=True))
+            f.write("\n")
+
+
+def read_chunks(directory: Path) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    with (directory / CHUNKS).open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            try:
+                chunks.append(Chunk.from_dict(json.loads(line)))
+            except (ValueError, KeyError) as exc:
+                raise IndexCorruptError(
+                    f"{directory}/{CHUNKS} line {line_no} is unreadable ({exc}); rebuild the index"
+                ) from None
+    return chunks
+
+
+@dataclass
+class LoadedIndex:
+    """Everything a query needs from one build, loaded into memory."""
+
+    index_dir: Path
+    build_dir: Path
+    manifest: Manifest
+    chunks: list[Chunk]
+    lexical: LexicalIndex
+
+
+def load_index(index_dir: Path, analyzer: Analyzer | None = None) -> LoadedIndex:
+    build_dir = current_build(index_dir)
+    manifest = read_manifest(build_dir)
+    chunks = read_chunks(build_dir)
+    lexical = LexicalIndex.load(build_dir / BM25_DIR, analyzer or Analyzer())
+    if len(chunks) != manifest.counts.get("chunks") or lexical.num_docs != len(chunks):
+        raise IndexCorruptError(
+            f"{index_dir}: {len(chunks)} chunks stored, {lexical.num_docs} indexed, "
+            f"{manifest.counts.get('chunks')} in the manifest; rebuild the index"
+        )
+    return LoadedIndex(index_dir, build_dir, manifest, chunks, lexical)

@@ -1,0 +1,206 @@
+"""Ingest: load, validate, chunk and index a corpus into an index directory.
+
+Validation runs before anything is written: a BLOCK finding stops the build and
+the current index stays as it was. An unchanged corpus with unchanged settings
+is a no-op. A build that fails or is interrupted leaves the previous build
+current (see `index.store`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from groundqa.chunking import ChunkerSettings, chunk_documents
+from groundqa.errors import EmptyCorpusError, GroundqaError, Interrupted, ValidationBlocked
+from groundqa.gate import LexicalGate
+from groundqa.index import BM25_DIR, BM25Settings, LexicalIndex, Manifest, write_chunks
+from groundqa.index.store import build_lock, current_build, new_build_id, read_manifest, write_build
+from groundqa.loaders import load
+from groundqa.models import Document, Finding
+from groundqa.text import Analyzer
+from groundqa.validate import has_blocking, validate
+
+
+class Reporter(Protocol):
+    """Receives progress from long work; the CLI draws bars, a library user may ignore it."""
+
+    def stage(self, name: str, total: int | None = None) -> None: ...
+
+    def advance(self, n: int = 1) -> None: ...
+
+
+class NullReporter:
+    def stage(self, name: str, total: int | None = None) -> None:
+        return None
+
+    def advance(self, n: int = 1) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    index_dir: str
+    build_id: str
+    changed: bool
+    counts: dict[str, int]
+    findings: tuple[Finding, ...] = ()
+    seconds: float = 0.0
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def message(self) -> str:
+        n = self.counts
+        what = (
+            f"{n.get('documents', 0)} documents, {n.get('sections', 0)} sections, "
+            f"{n.get('chunks', 0)} chunks"
+        )
+        if not self.changed:
+            return f"index at {self.index_dir} is up to date ({what}); nothing to do"
+        return f"built {self.index_dir} ({what}) in {self.seconds:.2f}s"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index_dir,
+            "build_id": self.build_id,
+            "changed": self.changed,
+            "counts": dict(self.counts),
+            "findings": [f.to_dict() for f in self.findings],
+            "seconds": round(self.seconds, 4),
+            "timings_s": {k: round(v, 4) for k, v in self.timings_s.items()},
+            "message": self.message,
+        }
+
+
+def corpus_fingerprint(documents: Sequence[Document]) -> str:
+    h = hashlib.sha256()
+    for doc in documents:
+        h.update(json.dumps(doc.to_dict(), sort_keys=True, ensure_ascii=False).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
+
+
+def _settings_fingerprint(parts: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def _current_manifest(index_dir: Path) -> Manifest | None:
+    try:
+        return read_manifest(current_build(index_dir))
+    except GroundqaError:
+        return None
+
+
+def ingest(
+    sources: Sequence[str | Path],
+    index_dir: str | Path,
+    *,
+    fmt: str = "auto",
+    columns: Mapping[str, str] | None = None,
+    chunker: ChunkerSettings | None = None,
+    bm25: BM25Settings | None = None,
+    force: bool = False,
+    reporter: Reporter | None = None,
+) -> IngestReport:
+    """Build (or confirm up to date) the index for `sources` at `index_dir`."""
+    chunker = chunker or ChunkerSettings()
+    bm25 = bm25 or BM25Settings()
+    reporter = reporter or NullReporter()
+    index_path = Path(index_dir)
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    try:
+        reporter.stage("loading")
+        loaded = load(sources, fmt=fmt, columns=columns)
+        timings["load"] = time.perf_counter() - started
+        t = time.perf_counter()
+        reporter.stage("validating")
+        findings = validate(loaded.documents, load_findings=loaded.findings)
+        timings["validate"] = time.perf_counter() - t
+        if has_blocking(findings):
+            raise ValidationBlocked(findings)
+        documents = loaded.documents
+        if not documents or not any(d.sections for d in documents):
+            raise EmptyCorpusError(
+                "the corpus has no text to index; check the paths given to ingest"
+            )
+        analyzer = Analyzer()
+        settings: dict[str, Any] = {
+            "chunker": chunker.to_dict(),
+            "lexical": bm25.to_dict(),
+            "analyzer": analyzer.name,
+        }
+        fingerprint = corpus_fingerprint(documents)
+        build_fingerprint = _settings_fingerprint({"corpus": fingerprint, **settings})
+        severity_counts = Counter(f.severity for f in findings)
+        with build_lock(index_path):
+            previous = _current_manifest(index_path)
+            if previous and previous.fingerprint == build_fingerprint and not force:
+                return IngestReport(
+                    index_dir=str(index_path),
+                    build_id=previous.build_id,
+                    changed=False,
+                    counts=previous.counts,
+                    findings=tuple(findings),
+                    seconds=time.perf_counter() - started,
+                    timings_s=timings,
+                )
+            t = time.perf_counter()
+            reporter.stage("chunking", total=len(documents))
+            chunks = chunk_documents(documents, chunker)
+            reporter.advance(len(documents))
+            timings["chunk"] = time.perf_counter() - t
+            counts = {
+                "documents": len(documents),
+                "sections": sum(len(d.sections) for d in documents),
+                "chunks": len(chunks),
+            }
+
+            def write(tmp: Path) -> Manifest:
+                t_index = time.perf_counter()
+                reporter.stage("indexing (bm25)", total=len(chunks))
+                lexical = LexicalIndex.build([c.index_text() for c in chunks], analyzer, bm25)
+                lexical.save(tmp / BM25_DIR)
+                reporter.advance(len(chunks))
+                write_chunks(tmp, chunks)
+                timings["index"] = time.perf_counter() - t_index
+                return Manifest(
+                    build_id=new_build_id(),
+                    created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    corpus={
+                        "fingerprint": fingerprint,
+                        "build_fingerprint": build_fingerprint,
+                        "sources": list(loaded.sources),
+                        "format": fmt,
+                    },
+                    chunker=settings["chunker"],
+                    lexical=settings["lexical"],
+                    analyzer=analyzer.name,
+                    gate=LexicalGate().to_dict(),
+                    counts=counts,
+                    findings={k: int(v) for k, v in severity_counts.items()},
+                )
+
+            t = time.perf_counter()
+            reporter.stage("writing")
+            manifest = write_build(index_path, write)
+            timings["write"] = time.perf_counter() - t
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"ingest interrupted; the previous index at {index_path} (if any) is unchanged"
+        ) from None
+    return IngestReport(
+        index_dir=str(index_path),
+        build_id=manifest.build_id,
+        changed=True,
+        counts=counts,
+        findings=tuple(findings),
+        seconds=time.perf_counter() - started,
+        timings_s=timings,
+    )

@@ -1,0 +1,187 @@
+"""The index directory: atomic builds, verified manifests, refusals that say to rebuild."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from groundqa.errors import (
+    IndexCorruptError,
+    IndexLockedError,
+    IndexMissingError,
+    IndexVersionError,
+    UsageError,
+)
+from groundqa.index import BM25Settings, LexicalIndex, load_index, write_chunks
+from groundqa.index.store import (
+    Manifest,
+    build_lock,
+    current_build,
+    new_build_id,
+    read_manifest,
+    write_build,
+)
+from groundqa.models import Chunk
+from groundqa.text import Analyzer
+
+TEXTS = [
+    "The bakery sells out by 11am every Saturday.",
+    "Buses run hourly on weekdays and not at all on Sundays.",
+    "The church tower costs two pounds to climb.",
+]
+
+
+def _chunks() -> list[Chunk]:
+    return [
+        Chunk(f"c{i}", "doc.md", f"doc.md#S{i}", "Doc", (f"S{i}",), t, "/c/doc.md")
+        for i, t in enumerate(TEXTS)
+    ]
+
+
+def _writer(chunks: list[Chunk]):  # type: ignore[no-untyped-def]
+    def write(tmp: Path) -> Manifest:
+        lexical = LexicalIndex.build([c.index_text() for c in chunks], Analyzer(), BM25Settings())
+        lexical.save(tmp / "bm25")
+        write_chunks(tmp, chunks)
+        return Manifest(
+            build_id=new_build_id(),
+            created_at="now",
+            corpus={"build_fingerprint": "f"},
+            chunker={},
+            lexical={},
+            analyzer="a",
+            counts={"chunks": len(chunks)},
+        )
+
+    return write
+
+
+def _build(index_dir: Path, chunks: list[Chunk] | None = None) -> Manifest:
+    with build_lock(index_dir):
+        return write_build(index_dir, _writer(chunks or _chunks()))
+
+
+def test_build_then_load(tmp_path: Path) -> None:
+    manifest = _build(tmp_path / "idx")
+    loaded = load_index(tmp_path / "idx")
+    assert loaded.manifest.build_id == manifest.build_id
+    assert [c.text for c in loaded.chunks] == TEXTS
+    assert set(manifest.files) >= {"chunks.jsonl"}
+    assert (tmp_path / "idx" / "current").is_symlink()
+
+
+def test_lexical_scores_and_idf(tmp_path: Path) -> None:
+    _build(tmp_path / "idx")
+    lexical = load_index(tmp_path / "idx").lexical
+    scores = lexical.scores(Analyzer().terms("bakery Saturday"))
+    assert int(scores.argmax()) == 0 and scores[1] == 0
+    assert lexical.df("bakeri") == 1
+    assert lexical.idf("mongolia") > lexical.idf("bakeri")
+
+
+def test_missing_and_foreign_directories(tmp_path: Path) -> None:
+    with pytest.raises(IndexMissingError, match="groundqa ingest"):
+        load_index(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(IndexMissingError):
+        load_index(tmp_path / "empty")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match="not a groundqa index"):
+        _build(docs)
+    assert (docs / "notes.txt").read_text() == "mine"
+
+
+def test_tampered_file_is_refused(tmp_path: Path) -> None:
+    _build(tmp_path / "idx")
+    chunks_file = current_build(tmp_path / "idx") / "chunks.jsonl"
+    chunks_file.write_text(chunks_file.read_text().replace("11am", "12pm"))
+    with pytest.raises(IndexCorruptError, match="does not match its manifest"):
+        load_index(tmp_path / "idx")
+
+
+def test_missing_or_incomplete_manifest_is_refused(tmp_path: Path) -> None:
+    _build(tmp_path / "idx")
+    manifest = current_build(tmp_path / "idx") / "manifest.json"
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**data, "complete": False}))
+    with pytest.raises(IndexCorruptError, match="incomplete"):
+        load_index(tmp_path / "idx")
+    del data["counts"]
+    manifest.write_text(json.dumps(data))
+    with pytest.raises(IndexCorruptError, match="incomplete manifest"):
+        load_index(tmp_path / "idx")
+    manifest.unlink()
+    with pytest.raises(IndexCorruptError, match="without a manifest"):
+        load_index(tmp_path / "idx")
+
+
+def test_other_format_versions_are_refused(tmp_path: Path) -> None:
+    _build(tmp_path / "idx")
+    manifest = current_build(tmp_path / "idx") / "manifest.json"
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**data, "format_version": 0}))
+    with pytest.raises(IndexVersionError, match="rebuild"):
+        read_manifest(manifest.parent)
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "manifest.json").write_text("{}")
+    with pytest.raises(IndexVersionError, match="older groundqa"):
+        load_index(old)
+
+
+def test_failed_build_keeps_previous_and_cleans_up(tmp_path: Path) -> None:
+    first = _build(tmp_path / "idx")
+
+    def broken(tmp: Path) -> Manifest:
+        (tmp / "half-written").write_text("x")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt), build_lock(tmp_path / "idx"):
+        write_build(tmp_path / "idx", broken)
+    assert load_index(tmp_path / "idx").manifest.build_id == first.build_id
+    assert not list((tmp_path / "idx" / "builds").glob(".tmp-*"))
+
+
+def test_leftover_tmp_from_a_killed_build_is_ignored_then_removed(tmp_path: Path) -> None:
+    first = _build(tmp_path / "idx")
+    leftover = tmp_path / "idx" / "builds" / ".tmp-killed"
+    leftover.mkdir()
+    (leftover / "chunks.jsonl").write_text("partial")
+    assert load_index(tmp_path / "idx").manifest.build_id == first.build_id
+    _build(tmp_path / "idx")
+    assert not leftover.exists()
+
+
+def test_no_complete_build(tmp_path: Path) -> None:
+    (tmp_path / "idx" / "builds" / ".tmp-x").mkdir(parents=True)
+    with pytest.raises(IndexCorruptError, match="no complete build"):
+        load_index(tmp_path / "idx")
+
+
+def test_dangling_pointer(tmp_path: Path) -> None:
+    _build(tmp_path / "idx")
+    os.replace(tmp_path / "idx" / "current", tmp_path / "moved")
+    os.symlink("builds/gone", tmp_path / "idx" / "current")
+    with pytest.raises(IndexCorruptError, match="gone"):
+        load_index(tmp_path / "idx")
+
+
+def test_second_writer_is_refused(tmp_path: Path) -> None:
+    with (
+        build_lock(tmp_path / "idx"),
+        pytest.raises(IndexLockedError),
+        build_lock(tmp_path / "idx"),
+    ):
+        pass
+
+
+def test_rebuilds_keep_only_current_and_previous(tmp_path: Path) -> None:
+    builds = [_build(tmp_path / "idx").build_id for _ in range(4)]
+    kept = sorted(p.name for p in (tmp_path / "idx" / "builds").iterdir())
+    assert builds[-1] in kept and len(kept) == 2
+    assert current_build(tmp_path / "idx").name == builds[-1]
