@@ -1,0 +1,166 @@
+"""The extractive answerer: the offline default, which needs no model.
+
+It answers with sentences copied verbatim from the retrieved passages, each
+followed by the `[n]` of the passage it came from. It never writes a word of
+its own, so every claim in its answer is checkable against its citation.
+
+Sentences are scored by how much of the question's topic they cover (idf
+weighted, with the passage's title and section path counted as context), plus
+a bonus when the sentence carries the kind of fact the question asks for (a
+time for "what time", an amount for "how much"). It refuses when no sentence
+covers enough of the question.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from groundqa.gate import coverage
+from groundqa.generate import Evidence, Generation, cite
+from groundqa.models import REFUSAL, Citation, Hit
+from groundqa.text import split_sentences
+
+_TIME = re.compile(
+    r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\bmidnight\b|\bnoon\b", re.I
+)
+_DATE = re.compile(
+    r"\b(?:19|20)\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day",
+    re.I,
+)
+_MONEY = re.compile(
+    r"[£$€¥]\s?\d|\b[A-Z]{3}\s?\d[\d,.]*|\b\d[\d,.]*\s?(?:pounds|dollars|euros|penalty units?)\b"
+)
+_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", re.I
+)
+
+# Which kind of fact a question asks for, judged from its wording; the first match wins.
+_WANTS = (
+    (
+        re.compile(
+            r"\b(what time|when|how late|how early|opening hours|until when|by what date|"
+            r"what date|deadline|due)\b",
+            re.I,
+        ),
+        (_TIME, _DATE),
+    ),
+    (
+        re.compile(
+            r"\b(cost|costs|price|fee|fees|fine|fines|penalt\w*|charged?|infringement)\b", re.I
+        ),
+        (_MONEY,),
+    ),
+    (re.compile(r"\b(how much|amount)\b", re.I), (_MONEY, _NUMBER)),
+    (
+        re.compile(
+            r"\b(how many|how long|how far|how big|how often|how high|how old|percentage|"
+            r"threshold|limit|minimum|maximum|figure|number|distance|size|area|height|rate|"
+            r"terajoules?|tonnes?|metres?|meters?|hectares?|decibels?|db)\b",
+            re.I,
+        ),
+        (_NUMBER,),
+    ),
+)
+_HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    hit_index: int
+    position: int
+    sentence: str
+    coverage: float
+    score: float
+
+
+def _wanted(question: str) -> tuple[re.Pattern[str], ...]:
+    for asks, patterns in _WANTS:
+        if asks.search(question):
+            return patterns
+    return ()
+
+
+def _has(patterns: tuple[re.Pattern[str], ...], sentence: str) -> bool:
+    return any(p.search(sentence) for p in patterns)
+
+
+@dataclass(frozen=True)
+class ExtractiveGenerator:
+    max_sentences: int = 3
+    max_passages: int = 5
+    min_coverage: float = 0.3
+    keep_ratio: float = 0.75
+    type_bonus: float = 0.25
+
+    name = "extractive"
+    streams = False
+
+    def _candidates(self, ev: Evidence) -> list[_Candidate]:
+        wanted = _wanted(ev.question)
+        out: list[_Candidate] = []
+        for i, hit in enumerate(ev.hits[: self.max_passages]):
+            context = ev.analyzer.term_set(hit.chunk.breadcrumb)
+            for pos, raw in enumerate(split_sentences(hit.chunk.text)):
+                sentence = " ".join(raw.split())
+                if _HEADING_LINE.match(sentence) or len(sentence) < 12:
+                    continue
+                terms = ev.analyzer.term_set(sentence)
+                cov = coverage(ev.query_terms, terms | context, ev.weight)
+                # Context alone (a matching title) is not an answer: the sentence must add something.
+                if not terms & set(ev.query_terms):
+                    continue
+                bonus = self.type_bonus if wanted and _has(wanted, sentence) else 0.0
+                score = cov + bonus + 0.05 / (i + 1)
+                out.append(_Candidate(i, pos, sentence, cov, score))
+        return out
+
+    def generate(self, evidence: Evidence) -> Generation:
+        candidates = self._candidates(evidence)
+        if not candidates:
+            return Generation(
+                REFUSAL, (), True, "no sentence in the passages mentions the question's topic"
+            )
+        ranked = sorted(candidates, key=lambda c: (-c.score, c.hit_index, c.position))
+        best = ranked[0]
+        if best.coverage < self.min_coverage:
+            return Generation(
+                REFUSAL,
+                (),
+                True,
+                f"the best sentence covers {best.coverage:.0%} of the question (needs {self.min_coverage:.0%})",
+            )
+        chosen = [best]
+        wanted = _wanted(evidence.question)
+        if wanted and not _has(wanted, best.sentence):
+            # The fact asked for often sits in the sentence right after the one that
+            # names the topic ("... a wind farm. The limit is 35 dB(A)."): take it along.
+            follow = next(
+                (
+                    c
+                    for c in candidates
+                    if c.hit_index == best.hit_index and c.position == best.position + 1
+                ),
+                None,
+            )
+            if follow is not None and _has(wanted, follow.sentence):
+                chosen.append(follow)
+        for cand in ranked[1:]:
+            if len(chosen) >= self.max_sentences or cand.score < self.keep_ratio * best.score:
+                break
+            if any(cand.sentence == c.sentence for c in chosen):
+                continue
+            chosen.append(cand)
+        # Best evidence first; a sentence taken along for the asked-for fact stays right after it.
+        numbers: dict[int, int] = {}
+        snippets: dict[int, list[str]] = {}
+        parts: list[str] = []
+        for cand in chosen:
+            n = numbers.setdefault(cand.hit_index, len(numbers) + 1)
+            snippets.setdefault(cand.hit_index, []).append(cand.sentence)
+            parts.append(f"{cand.sentence} [{n}]")
+        hits: tuple[Hit, ...] = evidence.hits
+        citations: list[Citation] = [
+            cite(n, hits[i], " ".join(snippets[i])) for i, n in numbers.items()
+        ]
+        return Generation(" ".join(parts), tuple(citations), False, "")

@@ -1,0 +1,118 @@
+"""Retrieval: from a question and optional metadata filters to ranked hits.
+
+Filters are pushed into scoring (chunks that do not match score zero before
+top-k is taken), so a filter can never starve a result list the way filtering
+after top-k does. A filter on a key no chunk has, or a value no chunk carries,
+is an error that lists what exists: a typo must not read as "nothing found".
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from groundqa.errors import UsageError
+from groundqa.index.lexical import LexicalIndex, top_k
+from groundqa.models import Chunk, Hit
+
+RETRIEVERS = ("bm25",)
+MAX_K = 100
+MAX_QUESTION_CHARS = 2000
+
+
+def _values(value: Any) -> list[str]:
+    if isinstance(value, list | tuple | set):
+        return [str(v).strip().casefold() for v in value]
+    return [str(value).strip().casefold()]
+
+
+class FacetIndex:
+    """For each metadata key and value, which chunks carry it (list values count each item)."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self.size = len(chunks)
+        self._postings: dict[str, dict[str, list[int]]] = {}
+        self._display: dict[str, dict[str, str]] = {}
+        for i, chunk in enumerate(chunks):
+            for key, value in chunk.metadata.items():
+                if value is None or isinstance(value, dict):
+                    continue
+                postings = self._postings.setdefault(key.casefold(), {})
+                display = self._display.setdefault(key.casefold(), {})
+                raw = value if isinstance(value, list | tuple | set) else [value]
+                for folded, shown in zip(_values(value), raw, strict=True):
+                    postings.setdefault(folded, []).append(i)
+                    display.setdefault(folded, str(shown))
+
+    def keys(self) -> list[str]:
+        return sorted(self._postings)
+
+    def values(self, key: str) -> list[str]:
+        return sorted(self._display.get(key.casefold(), {}).values())
+
+    def mask(self, filters: Mapping[str, str | Sequence[str]]) -> npt.NDArray[np.bool_] | None:
+        """Chunks matching every key (any of the values given for one key); None when no filter."""
+        if not filters:
+            return None
+        allowed = np.ones(self.size, dtype=bool)
+        for key, wanted in filters.items():
+            postings = self._postings.get(key.casefold())
+            if postings is None:
+                known = ", ".join(self.keys()) or "none"
+                raise UsageError(f"unknown filter key {key!r}; this index has: {known}")
+            rows: list[int] = []
+            for value in _values(wanted):
+                if value not in postings:
+                    close = difflib.get_close_matches(value, list(postings), n=3, cutoff=0.6)
+                    hint = (
+                        f"did you mean {', '.join(self._display[key.casefold()][c] for c in close)}?"
+                        if close
+                        else f"known values: {', '.join(self.values(key)[:12])}"
+                    )
+                    raise UsageError(f"no chunk has {key}={value!r}; {hint}")
+                rows.extend(postings[value])
+            key_mask = np.zeros(self.size, dtype=bool)
+            key_mask[rows] = True
+            allowed &= key_mask
+        return allowed
+
+
+def check_question(question: str) -> str:
+    q = question.strip()
+    if not q:
+        raise UsageError('the question is empty; ask something, e.g. groundqa ask "What is ...?"')
+    if len(q) > MAX_QUESTION_CHARS:
+        raise UsageError(f"the question is {len(q)} characters; the limit is {MAX_QUESTION_CHARS}")
+    return q
+
+
+def check_k(k: int) -> int:
+    if not 1 <= k <= MAX_K:
+        raise UsageError(f"k must be between 1 and {MAX_K}, got {k}")
+    return k
+
+
+def check_retriever(name: str) -> str:
+    if name not in RETRIEVERS:
+        raise UsageError(
+            f"retriever {name!r} is not available in this index; available: {', '.join(RETRIEVERS)}"
+        )
+    return name
+
+
+def lexical_search(
+    lexical: LexicalIndex,
+    chunks: Sequence[Chunk],
+    terms: Sequence[str],
+    k: int,
+    allowed: npt.NDArray[np.bool_] | None = None,
+) -> list[Hit]:
+    scores = lexical.scores(terms)
+    return [
+        Hit(chunk=chunks[i], score=score, rank=rank, retriever="bm25")
+        for rank, (i, score) in enumerate(top_k(scores, k, allowed), start=1)
+    ]

@@ -1,0 +1,119 @@
+"""The ask pipeline over the bundled example corpus: cite, refuse, filter, reject bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from groundqa.engine import Engine
+from groundqa.errors import UsageError
+from groundqa.ingestion import ingest
+from groundqa.models import REFUSAL, Answer
+from tests.conftest import REGPACK
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    index = tmp_path_factory.mktemp("regpack") / "idx"
+    ingest([REGPACK], index)
+    return Engine.open(index)
+
+
+def _markers(text: str) -> set[int]:
+    return {int(n) for n in re.findall(r"\[(\d+)\]", text)}
+
+
+def test_answer_is_extracted_and_every_marker_resolves(engine: Engine) -> None:
+    answer = engine.ask("When is a NEER report due?")
+    assert not answer.refused
+    assert _markers(answer.answer) == {c.n for c in answer.citations}
+    retrieved = {h.chunk.chunk_id: " ".join(h.chunk.text.split()) for h in answer.passages}
+    for c in answer.citations:
+        assert c.chunk_id in retrieved
+        assert c.snippet and c.snippet in retrieved[c.chunk_id]
+        assert c.uri.startswith("file://") and c.title
+    # extractive: every sentence of the answer is copied from a cited passage
+    cited_text = " ".join(
+        " ".join(h.chunk.text.split())
+        for h in answer.passages
+        if h.chunk.chunk_id in {c.chunk_id for c in answer.citations}
+    )
+    for sentence in re.split(r"\s*\[\d+\]\s*", answer.answer):
+        if sentence:
+            assert sentence in cited_text
+
+
+def test_answer_from_a_csv_row_cites_the_row(engine: Engine) -> None:
+    answer = engine.ask("What is the infringement amount for lodging a NEER report late?")
+    assert not answer.refused
+    assert "SCH1-01" in {c.section_id for c in answer.citations}
+    assert "19,800" in answer.answer
+
+
+def test_out_of_scope_is_refused_with_no_citation(engine: Engine) -> None:
+    answer = engine.ask("Who won the football world cup in 1994?")
+    assert answer.refused and answer.answer == REFUSAL
+    assert answer.citations == () and answer.refused_by == "gate"
+    assert answer.gate.features["coverage"] < answer.gate.threshold
+
+
+def test_question_with_no_topic_words_is_refused(engine: Engine) -> None:
+    answer = engine.ask("What is it?")
+    assert answer.refused and answer.gate.reason == "the question has no topic words"
+
+
+def test_filters_restrict_every_hit(engine: Engine) -> None:
+    hits = engine.retrieve("vegetation clearing permit", k=10, filters={"state": "Westhaven"})
+    assert hits and all(h.chunk.metadata.get("state") == "Westhaven" for h in hits)
+    both = engine.retrieve("tree", k=20, filters={"area": ["Fennick City", "Ashcombe Shire"]})
+    assert {h.chunk.metadata["area"] for h in both} <= {"Fennick City", "Ashcombe Shire"}
+    assert len({h.chunk.metadata["area"] for h in both}) == 2
+
+
+def test_filter_is_applied_before_top_k(engine: Engine) -> None:
+    # The only federal heritage chunks must come back even though others outrank them.
+    unfiltered = engine.retrieve("heritage", k=3)
+    filtered = engine.retrieve("heritage", k=3, filters={"jurisdiction": "federal"})
+    assert filtered and all(h.chunk.metadata["jurisdiction"] == "federal" for h in filtered)
+    assert [h.chunk.chunk_id for h in filtered] != [h.chunk.chunk_id for h in unfiltered]
+
+
+def test_filter_typos_are_errors_not_empty_results(engine: Engine) -> None:
+    with pytest.raises(UsageError, match="unknown filter key 'stat'"):
+        engine.ask("trees", filters={"stat": "Northmere"})
+    with pytest.raises(UsageError, match="did you mean Northmere"):
+        engine.ask("trees", filters={"state": "Northmeer"})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"question": "   "}, "empty"),
+        ({"question": "x" * 2001}, "limit is 2000"),
+        ({"question": "trees", "k": 0}, "k must be between"),
+        ({"question": "trees", "k": 10_000}, "k must be between"),
+        ({"question": "trees", "retriever": "dense"}, "available: bm25"),
+        (
+            {"question": "trees", "generator": "gpt:x"},
+            "unknown generator 'gpt:x'; available: extractive",
+        ),
+    ],
+)
+def test_bad_requests(engine: Engine, kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        engine.ask(**kwargs)  # type: ignore[arg-type]
+
+
+def test_answer_json_round_trip(engine: Engine) -> None:
+    answer = engine.ask("How tall must a tree be to be protected in Fennick City?")
+    again = Answer.from_dict(json.loads(json.dumps(answer.to_dict())))
+    assert again == answer
+
+
+def test_open_reads_what_ingest_wrote(engine: Engine, tmp_path: Path) -> None:
+    assert engine.manifest.counts["chunks"] == len(engine.chunks)
+    assert engine.manifest.gate["kind"] == "lexical-coverage-v1"
+    assert {c.section_id for c in engine.chunks} >= {"SCH1-01"}
