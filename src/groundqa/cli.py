@@ -1,0 +1,498 @@
+"""The `groundqa` command: a thin shell over the library.
+
+Every command calls library functions and formats what they return; none holds
+pipeline logic. A `GroundqaError` becomes one line on stderr and its exit code
+(1 for a problem with the data or index, 2 for a usage mistake, 130 when
+interrupted); `--json` prints one JSON object on stdout.
+
+Exit codes: 0 success (an honest refusal is a success), 1 a data or index
+problem (and `validate` with a BLOCK finding), 2 a usage error, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from groundqa._version import __version__
+from groundqa.errors import GroundqaError, Interrupted, UsageError
+from groundqa.models import Answer, Finding
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _parse_pairs(pairs: Sequence[str], what: str) -> dict[str, str]:
+    parsed: dict[str, str] = {}
+    for pair in pairs:
+        for item in pair.split(",") if what == "--columns" else [pair]:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip() or not value.strip():
+                raise UsageError(f"{what} takes KEY=VALUE, got {item!r}")
+            parsed[key.strip()] = value.strip()
+    return parsed
+
+
+def _parse_filters(pairs: Sequence[str]) -> dict[str, list[str]]:
+    filters: dict[str, list[str]] = {}
+    for key, value in _parse_pairs(pairs, "--filter").items():
+        filters.setdefault(key, []).append(value)
+    return filters
+
+
+class RichReporter:
+    """Progress bars on stderr for ingest stages; silent when stderr is not a terminal."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._task: Any = None
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        if self._task is not None:
+            self._progress.update(self._task, completed=self._progress.tasks[-1].total or 1)
+        self._task = self._progress.add_task(name, total=total)
+
+    def advance(self, n: int = 1) -> None:
+        if self._task is not None:
+            self._progress.advance(self._task, n)
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[RichReporter | None]:
+    if not enabled or not err.is_terminal:
+        yield None
+        return
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as progress:
+        yield RichReporter(progress)
+
+
+class GroundqaGroup(click.Group):
+    """Turns our errors into one line and an exit code, and Ctrl-C into exit 130."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except GroundqaError as exc:
+            self._fail(exc)
+        except KeyboardInterrupt:
+            self._fail(Interrupted("interrupted"))
+
+    @staticmethod
+    def _fail(exc: GroundqaError) -> None:
+        err.print(f"[bold red]error:[/] {escape(exc.message)}")
+        sys.exit(exc.exit_code)
+
+
+@click.group(cls=GroundqaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="groundqa")
+def main() -> None:
+    """Answer questions from a document corpus, and only from it, with citations."""
+
+
+# ---------------------------------------------------------------- validate / ingest
+
+_format_option = click.option(
+    "--format",
+    "fmt",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "csv", "markdown", "beir", "obliqa"]),
+    help="Corpus format; auto detects it from each path.",
+)
+_columns_option = click.option(
+    "--columns",
+    multiple=True,
+    metavar="ROLE=COLUMN",
+    help="CSV column mapping, e.g. --columns id=Chapter,title=Title,text=Content.",
+)
+
+
+def _print_findings(findings: Sequence[Finding]) -> None:
+    for f in findings:
+        style = "red" if f.severity == "BLOCK" else "yellow"
+        out.print(f"[{style}]{f.severity:<6}[/] [bold]{f.check}[/]  {escape(f.where())}")
+        out.print(f"       {escape(f.message)}")
+        if f.excerpt:
+            out.print(f"       [dim]{escape(f.excerpt)}[/]")
+
+
+@main.command()
+@click.argument("sources", nargs=-1, required=True)
+@_format_option
+@_columns_option
+@click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+def validate(sources: tuple[str, ...], fmt: str, columns: tuple[str, ...], as_json: bool) -> None:
+    """Check a corpus without indexing it. Exit 1 when a BLOCK finding would stop ingest."""
+    from groundqa.loaders import load
+    from groundqa.validate import has_blocking
+    from groundqa.validate import validate as run_validation
+
+    loaded = load(sources, fmt=fmt, columns=_parse_pairs(columns, "--columns") or None)
+    findings = run_validation(loaded.documents, load_findings=loaded.findings)
+    blocking = has_blocking(findings)
+    counts = {s: sum(1 for f in findings if f.severity == s) for s in ("BLOCK", "REVIEW")}
+    if as_json:
+        _emit_json(
+            {
+                "ok": not blocking,
+                "documents": len(loaded.documents),
+                "sections": sum(len(d.sections) for d in loaded.documents),
+                "counts": counts,
+                "findings": [f.to_dict() for f in findings],
+            }
+        )
+    else:
+        if findings:
+            _print_findings(findings)
+        n_sections = sum(len(d.sections) for d in loaded.documents)
+        verdict = "[red]blocked: ingest would refuse this corpus[/]" if blocking else "[green]ok[/]"
+        out.print(
+            f"{len(loaded.documents)} documents, {n_sections} sections: "
+            f"{counts['BLOCK']} BLOCK, {counts['REVIEW']} REVIEW — {verdict}"
+        )
+    if blocking:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("sources", nargs=-1, required=True)
+@click.option(
+    "--index",
+    "index_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Index directory to build or update.",
+)
+@_format_option
+@_columns_option
+@click.option(
+    "--no-dense",
+    is_flag=True,
+    help="Build the lexical (BM25) index only. This version builds no dense vectors.",
+)
+@click.option(
+    "--max-chars",
+    type=click.IntRange(200, 20000),
+    default=1500,
+    show_default=True,
+    help="Split sections longer than this at paragraph, then sentence, boundaries.",
+)
+@click.option("--force", is_flag=True, help="Rebuild even when the corpus is unchanged.")
+@click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
+def ingest(
+    sources: tuple[str, ...],
+    index_dir: str,
+    fmt: str,
+    columns: tuple[str, ...],
+    no_dense: bool,
+    max_chars: int,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Validate, chunk and index SOURCES into an index directory (atomically)."""
+    from groundqa.chunking import ChunkerSettings
+    from groundqa.ingestion import ingest as run_ingest
+
+    with _progress(not as_json) as reporter:
+        report = run_ingest(
+            sources,
+            index_dir,
+            fmt=fmt,
+            columns=_parse_pairs(columns, "--columns") or None,
+            chunker=ChunkerSettings(max_chars=max_chars),
+            force=force,
+            reporter=reporter,
+        )
+    if as_json:
+        _emit_json(report.to_dict())
+        return
+    out.print(report.message)
+    reviews = [f for f in report.findings if f.severity == "REVIEW"]
+    if reviews:
+        out.print(
+            f"[yellow]{len(reviews)} REVIEW finding(s)[/] were indexed anyway; "
+            f"see `groundqa validate {' '.join(sources)}`"
+        )
+
+
+# ---------------------------------------------------------------- ask / chat
+
+
+def _print_answer(answer: Answer, *, show_passages: bool = False) -> None:
+    if answer.refused:
+        out.print(f"[bold]{escape(answer.answer)}[/]")
+        out.print(f"[dim](refused by the {answer.refused_by}: {escape(_reason(answer))})[/]")
+    else:
+        out.print(escape(answer.answer))
+        out.print()
+        for c in answer.citations:
+            page = f", p. {c.page}" if c.page is not None else ""
+            out.print(
+                f"[bold][{c.n}][/] {escape(c.section)}{page}  [dim]§ {escape(c.section_id)}[/]"
+            )
+            out.print(f"    [dim]{escape(c.uri)}[/]")
+    if show_passages:
+        out.print()
+        for h in answer.passages:
+            out.print(f"[dim]{h.rank:>2}. {h.score:7.3f}  {escape(h.chunk.section_id)}[/]")
+
+
+def _reason(answer: Answer) -> str:
+    return answer.gate.reason if answer.refused_by == "gate" else "no sentence answers it"
+
+
+@main.command()
+@click.argument("question")
+@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--k", "k", default=5, show_default=True, type=int, help="Passages to retrieve.")
+@click.option(
+    "--retriever", default="bm25", show_default=True, help="bm25 (dense and hybrid come later)."
+)
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only passages whose metadata matches; repeat a key for any-of.",
+)
+@click.option("--generator", default="extractive", show_default=True)
+@click.option("--passages", is_flag=True, help="Also list the retrieved passages with scores.")
+@click.option("--json", "as_json", is_flag=True, help="Print the Answer as one JSON object.")
+def ask(
+    question: str,
+    index_dir: str,
+    k: int,
+    retriever: str,
+    filters: tuple[str, ...],
+    generator: str,
+    passages: bool,
+    as_json: bool,
+) -> None:
+    """Answer QUESTION from the index, with citations, or refuse."""
+    from groundqa.engine import Engine
+
+    engine = Engine.open(index_dir)
+    answer = engine.ask(
+        question, k=k, filters=_parse_filters(filters), retriever=retriever, generator=generator
+    )
+    if as_json:
+        _emit_json(answer.to_dict())
+    else:
+        _print_answer(answer, show_passages=passages)
+
+
+CHAT_HELP = """commands: :k N (passages to retrieve)  :filter KEY=VALUE  :filters (show)  :clear (filters)
+          :passages (toggle listing passages)  :help  :quit"""
+
+
+@main.command()
+@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--k", "k", default=5, show_default=True, type=int)
+def chat(index_dir: str, k: int) -> None:
+    """Ask questions one after another with the index kept loaded."""
+    from groundqa.engine import Engine
+    from groundqa.retrieve import check_k
+
+    engine = Engine.open(index_dir)
+    check_k(k)
+    filters: dict[str, list[str]] = {}
+    show_passages = False
+    interactive = sys.stdin.isatty()
+    out.print(
+        f"groundqa chat over {index_dir} ({engine.manifest.counts['chunks']} chunks). "
+        "Type :help for commands, :quit to leave."
+    )
+    while True:
+        try:
+            line = input("? " if interactive else "")
+        except EOFError:
+            break
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith(":"):
+            cmd, _, arg = line[1:].partition(" ")
+            try:
+                if cmd in ("q", "quit", "exit"):
+                    break
+                if cmd == "k":
+                    k = check_k(int(arg))
+                    out.print(f"k = {k}")
+                elif cmd == "filter":
+                    for key, value in _parse_filters([arg]).items():
+                        engine.facets.mask(
+                            {key: value}
+                        )  # reject a typo now, not at the next question
+                        filters.setdefault(key, []).extend(value)
+                    out.print(f"filters = {filters}")
+                elif cmd == "filters":
+                    out.print(f"filters = {filters}")
+                elif cmd == "clear":
+                    filters.clear()
+                    out.print("filters cleared")
+                elif cmd == "passages":
+                    show_passages = not show_passages
+                    out.print(f"passages {'on' if show_passages else 'off'}")
+                else:
+                    out.print(CHAT_HELP)
+            except ValueError:
+                err.print(f"[bold red]error:[/] {cmd} needs a number, got {arg!r}")
+            except GroundqaError as exc:
+                err.print(f"[bold red]error:[/] {escape(exc.message)}")
+            continue
+        try:
+            answer = engine.ask(line, k=k, filters=filters)
+        except GroundqaError as exc:
+            err.print(f"[bold red]error:[/] {escape(exc.message)}")
+            continue
+        _print_answer(answer, show_passages=show_passages)
+        out.print()
+
+
+# ---------------------------------------------------------------- inspect / eval
+
+
+@main.command()
+@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--sections", is_flag=True, help="List every section id in the index.")
+@click.option("--json", "as_json", is_flag=True)
+def inspect(index_dir: str, sections: bool, as_json: bool) -> None:
+    """Show what an index holds: counts, chunk sizes, boundary checks, staleness."""
+    from groundqa.inspection import inspect_index
+
+    report = inspect_index(Path(index_dir))
+    if as_json:
+        data = report.to_dict()
+        if sections:
+            data["section_ids"] = report.section_ids
+        _emit_json(data)
+        return
+    m = report.manifest
+    out.print(
+        f"[bold]{index_dir}[/]  build {m.build_id}  ({m.created_at}, groundqa {m.groundqa_version})"
+    )
+    c = m.counts
+    out.print(
+        f"{c['documents']} documents, {c['sections']} sections, {c['chunks']} chunks "
+        f"({report.split_sections} sections split into parts)"
+    )
+    s = report.sizes
+    out.print(
+        f"chunk chars: min {s['min']}  p50 {s['p50']}  p90 {s['p90']}  max {s['max']}  "
+        f"mean {s['mean']}"
+    )
+    out.print(f"chunker: {m.chunker}")
+    out.print(f"lexical: {m.lexical}")
+    gate = m.gate
+    out.print(
+        f"gate: {gate.get('kind')} min_coverage={gate.get('min_coverage')} "
+        f"({'calibrated' if gate.get('calibrated') else 'not calibrated: built-in default'})"
+    )
+    out.print(f"corpus: {report.staleness}")
+    if report.boundary_issues:
+        out.print(f"[yellow]{len(report.boundary_issues)} chunk boundary exception(s):[/]")
+        for issue in report.boundary_issues[:20]:
+            out.print(
+                f"  {issue.problem:<22} {escape(issue.section_id)} part {issue.part}: "
+                f"[dim]{escape(issue.excerpt)}[/]"
+            )
+    else:
+        out.print(
+            "[green]every chunk starts at a heading or paragraph and ends at a sentence end[/]"
+        )
+    if sections:
+        for sid in report.section_ids:
+            out.print(escape(sid))
+
+
+def _parse_ks(value: str) -> list[int]:
+    try:
+        ks = sorted({int(v) for v in value.split(",") if v.strip()})
+    except ValueError:
+        raise UsageError(f"--k takes comma-separated numbers, got {value!r}") from None
+    if not ks or ks[0] < 1 or ks[-1] > 100:
+        raise UsageError("--k values must be between 1 and 100")
+    return ks
+
+
+@main.command(name="eval")
+@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--probes", "probes_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--retrievers", default="bm25", show_default=True)
+@click.option("--k", "k_values", default="1,2,3,5,8,10,20", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+def evaluate(
+    index_dir: str, probes_path: str, retrievers: str, k_values: str, as_json: bool
+) -> None:
+    """Measure retrieval, refusals and answers on a probe set."""
+    from groundqa.engine import Engine
+    from groundqa.evaluate import evaluate_probes, load_probes
+    from groundqa.retrieve import check_retriever
+
+    ks = _parse_ks(k_values)
+    names = [check_retriever(r.strip()) for r in retrievers.split(",") if r.strip()]
+    probes = load_probes(probes_path)
+    engine = Engine.open(index_dir)
+    reports = [evaluate_probes(engine, probes, ks=ks, retriever=name) for name in names]
+    if as_json:
+        _emit_json(
+            {
+                "index": index_dir,
+                "probes": probes_path,
+                "metrics": {
+                    r.retriever: {k: round(v, 4) for k, v in r.metrics.items()} for r in reports
+                },
+                "counts": reports[0].counts,
+                "sweep": {r.retriever: r.sweep for r in reports},
+                "results": {r.retriever: [x.to_dict() for x in r.results] for r in reports},
+            }
+        )
+        return
+    table = Table(title=f"{probes_path} on {index_dir}", header_style="bold")
+    table.add_column("metric")
+    for r in reports:
+        table.add_column(r.retriever, justify="right")
+    for key in reports[0].metrics:
+        table.add_row(key, *(_fmt_metric(key, r.metrics.get(key, 0.0)) for r in reports))
+    out.print(table)
+    counts = reports[0].counts
+    out.print(", ".join(f"{k}: {v}" for k, v in counts.items()))
+    for r in reports:
+        out.print(f"{r.retriever}: {r.sweep.get('note', '')}")
+        misses = [x for x in r.results if x.probe.expected and (x.rank is None or x.rank > 3)]
+        for x in misses:
+            rank = "not in top" if x.rank is None else f"rank {x.rank}"
+            out.print(f"  [yellow]miss[/] {x.probe.id} ({rank}): {escape(x.probe.question)}")
+
+
+def _fmt_metric(key: str, value: float) -> str:
+    if key.startswith("latency"):
+        return f"{value:.1f} ms"
+    return f"{value:.3f}"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,193 @@
+"""The command line, run as a user runs it: a real process, real files, real exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REGPACK, write_small_corpus
+
+EXE = [sys.executable, "-m", "groundqa.cli"]
+
+
+def run(*args: str | Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}
+    return subprocess.run(
+        [*EXE, *map(str, args)], capture_output=True, text=True, input=stdin, env=env, timeout=120
+    )
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    index = tmp_path_factory.mktemp("cli") / "idx"
+    proc = run("ingest", REGPACK, "--index", index)
+    assert proc.returncode == 0, proc.stderr
+    return index
+
+
+def test_ask_json_has_the_contract_shape(built: Path) -> None:
+    proc = run(
+        "ask",
+        "What is the turbine setback from a dwelling in Northmere?",
+        "--index",
+        built,
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["refused"] is False and "1,500 metres" in data["answer"]
+    assert {"n", "doc_id", "title", "section", "page", "uri", "snippet"} <= set(
+        data["citations"][0]
+    )
+    assert {"chunk_id", "doc_id", "section", "score", "text"} <= set(data["passages"][0])
+    assert "audit" in data and "total" in data["timings_ms"]
+
+
+def test_ask_refusal_and_text_output(built: Path) -> None:
+    proc = run("ask", "How do I write a for loop in Rust?", "--index", built)
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[0] == "I don't have enough information about that."
+    answered = run(
+        "ask", "How many penalty units is the fine for late NEER lodgement?", "--index", built
+    )
+    assert "[1]" in answered.stdout and "penalty_schedule.csv" in answered.stdout
+
+
+def test_ask_with_filter_and_bad_filter(built: Path) -> None:
+    ok = run("ask", "clearing permit", "--index", built, "--filter", "state=Westhaven", "--json")
+    data = json.loads(ok.stdout)
+    assert all(p["metadata"]["state"] == "Westhaven" for p in data["passages"])
+    bad = run("ask", "trees", "--index", built, "--filter", "colour=red")
+    assert bad.returncode == 2
+    assert "unknown filter key 'colour'" in one_error_line(bad)
+
+
+def test_ingest_again_is_a_no_op(built: Path) -> None:
+    proc = run("ingest", REGPACK, "--index", built)
+    assert proc.returncode == 0 and "up to date" in proc.stdout
+
+
+def test_inspect(built: Path) -> None:
+    proc = run("inspect", "--index", built, "--json")
+    data = json.loads(proc.stdout)
+    assert data["manifest"]["counts"]["chunks"] > data["manifest"]["counts"]["documents"]
+    assert data["staleness"] == "up to date with its sources"
+    assert data["split_sections"] >= 1
+    assert data["boundary_issues"] == []
+    text = run("inspect", "--index", built)
+    assert "not calibrated" in text.stdout
+
+
+def test_chat_keeps_the_index_and_takes_commands(built: Path) -> None:
+    script = ":k 3\n:filter state=Northmere\n:filters\nWhat is the turbine setback from a dwelling?\n:k x\n:quit\n"
+    proc = run("chat", "--index", built, stdin=script)
+    assert proc.returncode == 0, proc.stderr
+    assert "k = 3" in proc.stdout and "'state': ['Northmere']" in proc.stdout
+    assert "1,500 metres" in proc.stdout
+    assert "k needs a number" in proc.stderr
+
+
+def test_missing_index_and_older_index(tmp_path: Path) -> None:
+    missing = run("ask", "q?", "--index", tmp_path / "none")
+    assert missing.returncode == 1 and "groundqa ingest" in one_error_line(missing)
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "manifest.json").write_text('{"version": 0}')
+    proc = run("ask", "q?", "--index", old)
+    assert proc.returncode == 1 and "older groundqa" in one_error_line(proc)
+
+
+# ------------------------------------------------------------------ bad corpora
+
+BAD_CORPORA = {
+    "malformed.csv": (b'id,title,text\n1,A,"never closed\n2,B,fine\n', "malformed-csv"),
+    "binary.csv": (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)), "binary"),
+    "latin1.md": (
+        "# Caf\xe9\n\n## Menu\n\nCr\xe8me br\xfbl\xe9e is served daily until late.\n".encode(
+            "latin-1"
+        ),
+        "not-utf8",
+    ),
+    "nocol.csv": (b"id,title,summary\n1,A,Body text that is long enough.\n", "missing-column"),
+    "dupes.csv": (
+        b"id,title,text\n7,A,First record text.\n7,B,Second record text.\n",
+        "duplicate-id",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CORPORA))
+def test_bad_corpus_is_refused_and_previous_index_kept(name: str, tmp_path: Path) -> None:
+    good = write_small_corpus(tmp_path / "good")
+    index = tmp_path / "idx"
+    assert run("ingest", good, "--index", index).returncode == 0
+    before = os.readlink(index / "current")
+    content, check = BAD_CORPORA[name]
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / name).write_bytes(content)
+    proc = run("ingest", good, bad, "--index", index)
+    assert proc.returncode == 1
+    line = one_error_line(proc)
+    assert check in line and "unchanged" in line
+    assert os.readlink(index / "current") == before
+    assert run("ask", "When is the last train back?", "--index", index).returncode == 0
+    validate = run("validate", bad, "--json")
+    assert validate.returncode == 1
+    assert check in {f["check"] for f in json.loads(validate.stdout)["findings"]}
+
+
+def test_empty_folder_and_missing_path(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    proc = run("ingest", tmp_path / "empty", "--index", tmp_path / "idx")
+    assert proc.returncode == 1 and "empty" in one_error_line(proc)
+    proc = run("validate", tmp_path / "nowhere")
+    assert proc.returncode == 1 and "no such file or folder" in one_error_line(proc)
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    proc = run("ingest", tmp_path, "--index", tmp_path / "i", "--columns", "oops")
+    assert proc.returncode == 2 and "KEY=VALUE" in one_error_line(proc)
+
+
+def test_ctrl_c_during_ingest_keeps_previous_index(tmp_path: Path) -> None:
+    corpus = tmp_path / "big"
+    corpus.mkdir()
+    words = ["river", "orchard", "ferry", "bakery", "market", "tower", "harbour", "meadow", "lantern", "quarry"]
+    with (corpus / "corpus.jsonl").open("w") as f:
+        for i in range(40_000):
+            text = " ".join(words[(i * 7 + j) % 10] + str(j % 50) for j in range(60)) + "."
+            f.write(json.dumps({"_id": f"r{i}", "title": f"Record {i}", "text": text}) + "\n")
+    small = write_small_corpus(tmp_path / "small")
+    index = tmp_path / "idx"
+    assert run("ingest", small, "--index", index).returncode == 0
+    before = os.readlink(index / "current")
+    proc = subprocess.Popen(
+        [*EXE, "ingest", str(corpus), "--index", str(index)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert os.readlink(index / "current") == before
+    assert not list((index / "builds").glob(".tmp-*"))
+    assert run("ask", "When is the last train back?", "--index", index).returncode == 0
