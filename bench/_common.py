@@ -38,16 +38,23 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[idx]
 
 
-def time_each(fn: Callable[[Any], Any], items: Sequence[Any], warmup: int = 10) -> list[float]:
-    """Milliseconds per call of fn(item), after `warmup` untimed calls."""
+def time_each(
+    fn: Callable[[Any], Any], items: Sequence[Any], warmup: int = 10, repeats: int = 5
+) -> list[float]:
+    """Milliseconds per item: the median of `repeats` timed calls of fn(item), after warm-up.
+
+    Sub-millisecond calls are at the mercy of the scheduler on a 2-core machine;
+    the per-item median of several rounds keeps one hiccup from moving a percentile.
+    """
     for item in items[:warmup]:
         fn(item)
-    out = []
-    for item in items:
-        t = time.perf_counter()
-        fn(item)
-        out.append((time.perf_counter() - t) * 1000)
-    return out
+    rounds: list[list[float]] = [[] for _ in items]
+    for _ in range(repeats):
+        for i, item in enumerate(items):
+            t = time.perf_counter()
+            fn(item)
+            rounds[i].append((time.perf_counter() - t) * 1000)
+    return [statistics.median(r) for r in rounds]
 
 
 def latency_summary(ms: Sequence[float]) -> dict[str, float]:

@@ -168,7 +168,18 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
 def test_ctrl_c_during_ingest_keeps_previous_index(tmp_path: Path) -> None:
     corpus = tmp_path / "big"
     corpus.mkdir()
-    words = ["river", "orchard", "ferry", "bakery", "market", "tower", "harbour", "meadow", "lantern", "quarry"]
+    words = [
+        "river",
+        "orchard",
+        "ferry",
+        "bakery",
+        "market",
+        "tower",
+        "harbour",
+        "meadow",
+        "lantern",
+        "quarry",
+    ]
     with (corpus / "corpus.jsonl").open("w") as f:
         for i in range(40_000):
             text = " ".join(words[(i * 7 + j) % 10] + str(j % 50) for j in range(60)) + "."

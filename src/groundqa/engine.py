@@ -26,7 +26,7 @@ from groundqa.retrieve import (
     check_retriever,
     lexical_search,
 )
-from groundqa.text import Analyzer
+from groundqa.text import Analyzer, PassageTerms
 
 Filters = Mapping[str, str | Sequence[str]]
 
@@ -42,7 +42,7 @@ class Engine:
             min_coverage=float(gate.get("min_coverage", LexicalGate.min_coverage)),
             top_n=int(gate.get("top_n", LexicalGate.top_n)),
         )
-        self._term_cache: dict[str, frozenset[str]] = {}
+        self.passage_text = PassageTerms(analyzer)
 
     @classmethod
     def open(cls, index_dir: str | Path) -> Engine:
@@ -65,16 +65,12 @@ class Engine:
     def facets(self) -> FacetIndex:
         return FacetIndex(self._loaded.chunks)
 
-    def weight(self, term: str) -> float:
-        return self._loaded.lexical.idf(term)
+    def weights(self, question: str) -> dict[str, float]:
+        """Each topic term of the question with its idf in this index."""
+        return {t: self._loaded.lexical.idf(t) for t in self.analyzer.query_terms(question)}
 
     def _passage_terms(self, hit: Hit) -> frozenset[str]:
-        cached = self._term_cache.get(hit.chunk.chunk_id)
-        if cached is None:
-            cached = frozenset(self.analyzer.terms(hit.chunk.index_text()))
-            if len(self._term_cache) < 50_000:
-                self._term_cache[hit.chunk.chunk_id] = cached
-        return cached
+        return self.passage_text.terms(hit.chunk.chunk_id, hit.chunk.index_text())
 
     def retrieve(
         self,
@@ -84,12 +80,24 @@ class Engine:
         filters: Filters | None = None,
         retriever: str = "bm25",
     ) -> list[Hit]:
-        question = check_question(question)
+        """Top-k chunks for a user's question; k is capped for interactive use."""
         check_k(k)
+        return self.search(question, depth=k, filters=filters, retriever=retriever)
+
+    def search(
+        self,
+        question: str,
+        *,
+        depth: int,
+        filters: Filters | None = None,
+        retriever: str = "bm25",
+    ) -> list[Hit]:
+        """Ranked chunks to any depth, for evaluation (recall@100 needs more than a user does)."""
+        question = check_question(question)
         check_retriever(retriever)
         allowed = self.facets.mask(filters or {})
         terms = self.analyzer.terms(question)
-        return lexical_search(self._loaded.lexical, self._loaded.chunks, terms, k, allowed)
+        return lexical_search(self._loaded.lexical, self._loaded.chunks, terms, depth, allowed)
 
     def ask(
         self,
@@ -105,10 +113,8 @@ class Engine:
         gen = get_generator(generator)
         hits = self.retrieve(question, k=k, filters=filters, retriever=retriever)
         t_retrieved = time.perf_counter()
-        query_terms = self.analyzer.query_terms(question)
-        decision = self.gate.decide(
-            query_terms, hits, lambda h: set(self._passage_terms(h)), self.weight
-        )
+        weights = self.weights(question)
+        decision = self.gate.decide(weights, hits, self._passage_terms)
         t_gated = time.perf_counter()
         timings = {
             "retrieve": (t_retrieved - started) * 1000,
@@ -127,9 +133,7 @@ class Engine:
                 generator=gen.name,
                 timings_ms=timings,
             )
-        result = gen.generate(
-            Evidence(question, tuple(query_terms), tuple(hits), self.analyzer, self.weight)
-        )
+        result = gen.generate(Evidence(question, weights, tuple(hits), self.passage_text))
         done = time.perf_counter()
         timings["generate"] = (done - t_gated) * 1000
         timings["total"] = (done - started) * 1000

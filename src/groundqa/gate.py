@@ -14,26 +14,25 @@ It refuses to answer a question with no topic words at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
 from groundqa.models import GateDecision, Hit
 
 
-def coverage(
-    query_terms: Sequence[str], passage_terms: set[str], weight: Callable[[str], float]
-) -> float:
-    """Weighted share of `query_terms` present in `passage_terms` (0 when there are none)."""
-    total = sum(weight(t) for t in query_terms)
+def coverage(weights: Mapping[str, float], passage_terms: AbstractSet[str]) -> float:
+    """Weighted share of the question's terms (term -> weight) present in `passage_terms`."""
+    total = sum(weights.values())
     if total <= 0:
         return 0.0
-    return sum(weight(t) for t in query_terms if t in passage_terms) / total
+    return sum(w for t, w in weights.items() if t in passage_terms) / total
 
 
 @dataclass(frozen=True)
 class LexicalGate:
-    min_coverage: float = 0.5
+    min_coverage: float = 0.4
     top_n: int = 3
 
     name = "lexical-coverage-v1"
@@ -48,12 +47,12 @@ class LexicalGate:
 
     def decide(
         self,
-        query_terms: Sequence[str],
+        weights: Mapping[str, float],
         hits: Sequence[Hit],
-        passage_terms: Callable[[Hit], set[str]],
-        weight: Callable[[str], float],
+        passage_terms: Callable[[Hit], AbstractSet[str]],
     ) -> GateDecision:
-        if not query_terms:
+        """`weights` maps each topic term of the question to its idf."""
+        if not weights:
             return GateDecision(False, "the question has no topic words", 0.0, self.min_coverage)
         if not hits:
             return GateDecision(
@@ -61,9 +60,9 @@ class LexicalGate:
                 "no passage matched the question",
                 0.0,
                 self.min_coverage,
-                {"query_terms": float(len(query_terms))},
+                {"query_terms": float(len(weights))},
             )
-        covered = [coverage(query_terms, passage_terms(h), weight) for h in hits[: self.top_n]]
+        covered = [coverage(weights, passage_terms(h)) for h in hits[: self.top_n]]
         best = max(covered)
         features = {
             "coverage": round(best, 4),
@@ -72,7 +71,7 @@ class LexicalGate:
             "margin": round(hits[0].score - hits[1].score, 4)
             if len(hits) > 1
             else round(hits[0].score, 4),
-            "query_terms": float(len(query_terms)),
+            "query_terms": float(len(weights)),
         }
         if best < self.min_coverage:
             return GateDecision(

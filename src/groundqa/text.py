@@ -284,3 +284,43 @@ def shorten(text: str, limit: int = 240) -> str:
         return flat
     cut = flat[: limit - 1].rsplit(" ", 1)[0]
     return cut + "…"
+
+
+class PassageTerms:
+    """Term sets of passages and of their sentences, cached by passage id.
+
+    The gate and the extractive answerer look at the same few top passages again
+    and again across questions; analysing each once keeps `ask` close to the
+    cost of retrieval itself. The cache is bounded and simply cleared when full.
+    """
+
+    def __init__(self, analyzer: Analyzer, max_entries: int = 20_000) -> None:
+        self.analyzer = analyzer
+        self._max = max_entries
+        self._terms: dict[str, frozenset[str]] = {}
+        self._sentences: dict[str, tuple[tuple[str, frozenset[str]], ...]] = {}
+
+    def clear(self) -> None:
+        self._terms.clear()
+        self._sentences.clear()
+
+    def terms(self, key: str, text: str) -> frozenset[str]:
+        found = self._terms.get(key)
+        if found is None:
+            if len(self._terms) >= self._max:
+                self._terms.clear()
+            found = self._terms[key] = frozenset(self.analyzer.terms(text))
+        return found
+
+    def sentences(self, key: str, text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+        """Each sentence with its whitespace folded, and its term set, in order."""
+        found = self._sentences.get(key)
+        if found is None:
+            if len(self._sentences) >= self._max:
+                self._sentences.clear()
+            found = tuple(
+                (flat, frozenset(self.analyzer.terms(flat)))
+                for flat in (" ".join(s.split()) for s in split_sentences(text))
+            )
+            self._sentences[key] = found
+        return found

@@ -8,13 +8,13 @@ it was not given.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from groundqa.errors import UsageError
 from groundqa.models import Citation, Hit
-from groundqa.text import Analyzer
+from groundqa.text import PassageTerms
 
 
 @dataclass(frozen=True)
@@ -22,10 +22,9 @@ class Evidence:
     """What a generator may use: the question, the passages, and the engine's term weights."""
 
     question: str
-    query_terms: tuple[str, ...]
+    weights: Mapping[str, float]  # topic term of the question -> idf
     hits: tuple[Hit, ...]
-    analyzer: Analyzer
-    weight: Callable[[str], float]
+    text: PassageTerms
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from groundqa.gate import coverage
 from groundqa.generate import Evidence, Generation, cite
 from groundqa.models import REFUSAL, Citation, Hit
-from groundqa.text import split_sentences
 
 _TIME = re.compile(
     r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\bmidnight\b|\bnoon\b", re.I
@@ -99,17 +98,17 @@ class ExtractiveGenerator:
     def _candidates(self, ev: Evidence) -> list[_Candidate]:
         wanted = _wanted(ev.question)
         out: list[_Candidate] = []
+        topic = set(ev.weights)
         for i, hit in enumerate(ev.hits[: self.max_passages]):
-            context = ev.analyzer.term_set(hit.chunk.breadcrumb)
-            for pos, raw in enumerate(split_sentences(hit.chunk.text)):
-                sentence = " ".join(raw.split())
+            chunk = hit.chunk
+            context = ev.text.terms(f"{chunk.chunk_id}:crumb", chunk.breadcrumb)
+            for pos, (sentence, terms) in enumerate(ev.text.sentences(chunk.chunk_id, chunk.text)):
                 if _HEADING_LINE.match(sentence) or len(sentence) < 12:
                     continue
-                terms = ev.analyzer.term_set(sentence)
-                cov = coverage(ev.query_terms, terms | context, ev.weight)
                 # Context alone (a matching title) is not an answer: the sentence must add something.
-                if not terms & set(ev.query_terms):
+                if not terms & topic:
                     continue
+                cov = coverage(ev.weights, terms | context)
                 bonus = self.type_bonus if wanted and _has(wanted, sentence) else 0.0
                 score = cov + bonus + 0.05 / (i + 1)
                 out.append(_Candidate(i, pos, sentence, cov, score))
