@@ -78,7 +78,11 @@ def load_index(index_dir: Path, analyzer: Analyzer | None = None) -> LoadedIndex
     build_dir = current_build(index_dir)
     manifest = read_manifest(build_dir)
     chunks = read_chunks(build_dir)
-    lexical = LexicalIndex.load(build_dir / BM25_DIR, analyzer or Analyzer())
+    lexical = LexicalIndex.load(
+        build_dir / BM25_DIR,
+        analyzer or Analyzer(),
+        heading_weight=float(manifest.lexical.get("heading_weight", 0.0)),
+    )
     if len(chunks) != manifest.counts.get("chunks") or lexical.num_docs != len(chunks):
         raise IndexCorruptError(
             f"{index_dir}: {len(chunks)} chunks stored, {lexical.num_docs} indexed, "

@@ -3,6 +3,13 @@
 Scores come from bm25s' sparse matrix; top-k, filtering and the document
 frequencies the gate needs are read from the same matrix, so there is one
 source of truth for what a term weighs.
+
+Two fields: the body (title, section path and text together) and, optionally,
+the breadcrumb (title and section path) in a second BM25 index whose score is
+added with `heading_weight`. A heading written for one section ("Identification
+of critical equipment") says what the section is about better than any sentence
+in it; a heading shared by many passages, or a paper title, does not, which is
+why the weight is a setting (see `ingestion.default_bm25`).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ class BM25Settings:
     k1: float = 1.5
     b: float = 0.75
     method: str = "lucene"
+    heading_weight: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         import bm25s
@@ -39,10 +47,14 @@ def _bm25(settings: BM25Settings) -> Any:
 
 
 class LexicalIndex:
-    """Wraps a built or loaded `bm25s.BM25` with the vocabulary's document frequencies."""
+    """A built or loaded body index (and optional heading index) with document frequencies."""
 
-    def __init__(self, model: Any, analyzer: Analyzer) -> None:
+    def __init__(
+        self, model: Any, analyzer: Analyzer, heading: Any = None, heading_weight: float = 0.0
+    ) -> None:
         self._model = model
+        self._heading = heading if heading_weight > 0 else None
+        self.heading_weight = heading_weight
         self.analyzer = analyzer
         indptr = np.asarray(model.scores["indptr"])
         self.num_docs = int(model.scores["num_docs"])
@@ -52,21 +64,36 @@ class LexicalIndex:
 
     @classmethod
     def build(
-        cls, texts: Sequence[str], analyzer: Analyzer, settings: BM25Settings
+        cls,
+        texts: Sequence[str],
+        analyzer: Analyzer,
+        settings: BM25Settings,
+        headings: Sequence[str] | None = None,
     ) -> LexicalIndex:
         model = _bm25(settings)
         model.index(analyzer.many(texts), show_progress=False)
-        return cls(model, analyzer)
+        heading = None
+        if headings is not None and settings.heading_weight > 0:
+            heading_terms = analyzer.many(headings)
+            if any(heading_terms):
+                heading = _bm25(settings)
+                heading.index(heading_terms, show_progress=False)
+        return cls(model, analyzer, heading, settings.heading_weight if heading else 0.0)
 
     def save(self, directory: Path) -> None:
-        self._model.save(str(directory), show_progress=False)
+        self._model.save(str(directory / "body"), show_progress=False)
+        if self._heading is not None:
+            self._heading.save(str(directory / "heading"), show_progress=False)
 
     @classmethod
-    def load(cls, directory: Path, analyzer: Analyzer) -> LexicalIndex:
+    def load(cls, directory: Path, analyzer: Analyzer, heading_weight: float = 0.0) -> LexicalIndex:
         import bm25s
 
-        model = bm25s.BM25.load(str(directory), show_progress=False)
-        return cls(model, analyzer)
+        model = bm25s.BM25.load(str(directory / "body"), show_progress=False)
+        heading = None
+        if heading_weight > 0 and (directory / "heading").is_dir():
+            heading = bm25s.BM25.load(str(directory / "heading"), show_progress=False)
+        return cls(model, analyzer, heading, heading_weight if heading is not None else 0.0)
 
     def idf(self, term: str) -> float:
         """Robertson-Sparck Jones idf; a term the corpus never uses gets the highest value."""
@@ -83,11 +110,23 @@ class LexicalIndex:
         self, terms: Sequence[str], mask: npt.NDArray[np.float32] | None = None
     ) -> npt.NDArray[np.float32]:
         """BM25 score of every chunk for `terms`; masked-out chunks score 0."""
-        ids = [self._vocab[t] for t in terms if t in self._vocab and t != ""]
-        if not ids:
-            return np.zeros(self.num_docs, dtype=np.float32)
-        out: npt.NDArray[np.float32] = self._model.get_scores_from_ids(ids, weight_mask=mask)
+        out = _field_scores(self._model, terms, self.num_docs, mask)
+        if self._heading is not None:
+            out = out + self.heading_weight * _field_scores(
+                self._heading, terms, self.num_docs, mask
+            )
         return out
+
+
+def _field_scores(
+    model: Any, terms: Sequence[str], num_docs: int, mask: npt.NDArray[np.float32] | None
+) -> npt.NDArray[np.float32]:
+    vocab: dict[str, int] = model.vocab_dict
+    ids = [vocab[t] for t in terms if t in vocab and t != ""]
+    if not ids:
+        return np.zeros(num_docs, dtype=np.float32)
+    out: npt.NDArray[np.float32] = model.get_scores_from_ids(ids, weight_mask=mask)
+    return out
 
 
 def top_k(
