@@ -78,3 +78,18 @@ def test_against_trec_eval() -> None:
         assert average_precision(ranked, relevant, 10) == pytest.approx(
             ref[q]["map_cut_10"], abs=1e-6
         )
+
+
+def test_gate_sweep_counts_refusals_below_each_threshold() -> None:
+    from groundqa.evaluate.metrics import gate_sweep
+
+    scores = [("answerable", 0.9), ("answerable", 0.3), ("out_of_scope", 0.1), ("near_miss", 0.5)]
+    rows = gate_sweep(scores, [0.2, 0.4, 0.6])
+    assert rows[0] == {
+        "threshold": 0.2,
+        "false_refusal": 0.0,
+        "refused_out_of_scope": 1.0,
+        "refused_near_miss": 0.0,
+    }
+    assert rows[1]["false_refusal"] == 0.5 and rows[2]["refused_near_miss"] == 1.0
+    assert gate_sweep([("answerable", 0.5)], [0.5])[0] == {"threshold": 0.5, "false_refusal": 0.0}

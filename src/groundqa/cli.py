@@ -439,24 +439,125 @@ def _parse_ks(value: str) -> list[int]:
 
 
 @main.command(name="eval")
-@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
-@click.option("--probes", "probes_path", required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--index",
+    "index_dir",
+    type=click.Path(file_okay=False),
+    help="Index to evaluate (with --probes), or to build/reuse for --beir.",
+)
+@click.option(
+    "--probes",
+    "probes_path",
+    type=click.Path(dir_okay=False),
+    help="Probe file (JSONL): questions with expected sections and kinds.",
+)
+@click.option(
+    "--beir",
+    "beir_dir",
+    type=click.Path(file_okay=False),
+    help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.",
+)
+@click.option("--split", default="test", show_default=True, help="BEIR qrels split.")
 @click.option("--retrievers", default="bm25", show_default=True)
-@click.option("--k", "k_values", default="1,2,3,5,8,10,20", show_default=True)
+@click.option(
+    "--k",
+    "k_values",
+    default="1,2,3,5,8,10,20",
+    show_default=True,
+    help="Cut-offs for recall@k and hit@k (probe sets).",
+)
+@click.option(
+    "--run-file",
+    type=click.Path(dir_okay=False),
+    help="With --beir: write the first retriever's run in TREC format.",
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False),
+    help="Write report.md, report.json and PNG plots to this folder.",
+)
 @click.option("--json", "as_json", is_flag=True)
 def evaluate(
-    index_dir: str, probes_path: str, retrievers: str, k_values: str, as_json: bool
+    index_dir: str | None,
+    probes_path: str | None,
+    beir_dir: str | None,
+    split: str,
+    retrievers: str,
+    k_values: str,
+    run_file: str | None,
+    report_dir: str | None,
+    as_json: bool,
 ) -> None:
-    """Measure retrieval, refusals and answers on a probe set."""
-    from groundqa.engine import Engine
-    from groundqa.evaluate import evaluate_probes, load_probes
+    """Measure retrieval, refusals and answers on a probe set or a BEIR benchmark."""
     from groundqa.retrieve import check_retriever
 
-    ks = _parse_ks(k_values)
     names = [check_retriever(r.strip()) for r in retrievers.split(",") if r.strip()]
+    if beir_dir and probes_path:
+        raise UsageError("give --probes (with --index) or --beir, not both")
+    if beir_dir:
+        _eval_beir(beir_dir, split, index_dir, names, run_file, report_dir, as_json)
+    elif probes_path and index_dir:
+        _eval_probes(index_dir, probes_path, names, _parse_ks(k_values), report_dir, as_json)
+    else:
+        raise UsageError("eval needs --index DIR --probes FILE, or --beir DIR")
+
+
+def _eval_beir(
+    folder: str,
+    split: str,
+    index_dir: str | None,
+    names: list[str],
+    run_file: str | None,
+    report_dir: str | None,
+    as_json: bool,
+) -> None:
+    from groundqa.evaluate.beir import evaluate_beir
+
+    result = evaluate_beir(
+        folder, split=split, index_dir=index_dir, retrievers=names, run_file=run_file
+    )
+    if report_dir:
+        from groundqa.evaluate.report import write_beir_report
+
+        write_beir_report(result, Path(report_dir), title=f"BEIR {folder} ({split})")
+    if as_json:
+        _emit_json(result)
+        return
+    table = Table(title=f"{folder} ({split}, {result['queries']} queries)", header_style="bold")
+    table.add_column("metric")
+    for name in names:
+        table.add_column(name, justify="right")
+    for key in ("ndcg@10", "mrr@10", "map@10", "recall@10", "recall@100"):
+        table.add_row(key, *(f"{result['retrievers'][n][key]:.4f}" for n in names))
+    out.print(table)
+    reused = "reused" if result["index_reused"] else "built"
+    out.print(f"index {reused}: {result['index'] or 'temporary'} ({result['chunks']} chunks)")
+
+
+def _eval_probes(
+    index_dir: str,
+    probes_path: str,
+    names: list[str],
+    ks: list[int],
+    report_dir: str | None,
+    as_json: bool,
+) -> None:
+    from groundqa.engine import Engine
+    from groundqa.evaluate import evaluate_probes, load_probes
+
     probes = load_probes(probes_path)
     engine = Engine.open(index_dir)
     reports = [evaluate_probes(engine, probes, ks=ks, retriever=name) for name in names]
+    if report_dir:
+        from groundqa.evaluate.report import write_probe_report
+
+        write_probe_report(
+            reports,
+            Path(report_dir),
+            title=f"{probes_path} on {index_dir}",
+            meta={"index": index_dir, "probes": probes_path},
+        )
     if as_json:
         _emit_json(
             {
@@ -478,8 +579,7 @@ def evaluate(
     for key in reports[0].metrics:
         table.add_row(key, *(_fmt_metric(key, r.metrics.get(key, 0.0)) for r in reports))
     out.print(table)
-    counts = reports[0].counts
-    out.print(", ".join(f"{k}: {v}" for k, v in counts.items()))
+    out.print(", ".join(f"{k}: {v}" for k, v in reports[0].counts.items()))
     for r in reports:
         out.print(f"{r.retriever}: {r.sweep.get('note', '')}")
         misses = [x for x in r.results if x.probe.expected and (x.rank is None or x.rank > 3)]

@@ -72,3 +72,71 @@ def ndcg_at_k(ranked: Sequence[str], gains: Mapping[str, float], k: int) -> floa
 def mean(values: Iterable[float]) -> float:
     vals = list(values)
     return sum(vals) / len(vals) if vals else 0.0
+
+
+def crowding(chunk_sections: Sequence[str], expected: set[str], k: int) -> float:
+    """Share of the top-k chunk slots held by chunks of sections that were not expected."""
+    window = chunk_sections[:k]
+    if not window:
+        return 0.0
+    return sum(1 for s in window if s not in expected) / len(window)
+
+
+def same_document_crowding(
+    chunk_sections: Sequence[str],
+    chunk_docs: Sequence[str],
+    expected: set[str],
+    expected_docs: set[str],
+    k: int,
+) -> float:
+    """Share of top-k slots held by other sections of an expected section's own document.
+
+    This is the "naming a town pulls in that town's other sections" effect: the
+    document is right, the section is not, and it pushes real answers down.
+    """
+    window = list(zip(chunk_sections[:k], chunk_docs[:k], strict=True))
+    if not window:
+        return 0.0
+    return sum(1 for s, d in window if d in expected_docs and s not in expected) / len(window)
+
+
+def paraphrase_stability(group_ranks: Mapping[str, Sequence[int | None]]) -> dict[str, float]:
+    """Over paraphrase groups with two or more phrasings: how often ranking holds up.
+
+    `rank1_all`: share of groups where every phrasing puts an expected section first.
+    `rank1_any`: share where at least one does (the gap is what rephrasing costs).
+    """
+    groups = [ranks for ranks in group_ranks.values() if len(ranks) >= 2]
+    if not groups:
+        return {"groups": 0.0, "rank1_all": 0.0, "rank1_any": 0.0}
+    return {
+        "groups": float(len(groups)),
+        "rank1_all": mean(float(all(r == 1 for r in ranks)) for ranks in groups),
+        "rank1_any": mean(float(any(r == 1 for r in ranks)) for ranks in groups),
+    }
+
+
+def gate_sweep(
+    scores: Sequence[tuple[str, float]], thresholds: Sequence[float]
+) -> list[dict[str, float]]:
+    """Refusal rates at the gate for each threshold, from (kind, gate score) pairs.
+
+    A question is refused when its score is below the threshold. Returns, per
+    threshold, the share of answerable questions refused (false refusals) and the
+    shares of out-of-scope and near-miss questions refused, where there are any.
+    """
+    by_kind: dict[str, list[float]] = {}
+    for kind, score in scores:
+        by_kind.setdefault(kind, []).append(score)
+    rows = []
+    for t in thresholds:
+        row = {"threshold": t}
+        for kind, key in (
+            ("answerable", "false_refusal"),
+            ("out_of_scope", "refused_out_of_scope"),
+            ("near_miss", "refused_near_miss"),
+        ):
+            if by_kind.get(kind):
+                row[key] = mean(float(s < t) for s in by_kind[kind])
+        rows.append(row)
+    return rows

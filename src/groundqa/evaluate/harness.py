@@ -1,0 +1,266 @@
+"""The probe harness: rank, gate, answer and score every probe with one retriever.
+
+Retrieval is scored at section level (chunks of one section count once) on the
+answerable probes that name expected sections; refusals are counted at the
+gate and end to end on every probe that has a kind; answers are checked
+against `answer_contains`, and a right answer only counts as grounded when the
+passage it cites contains the expected string too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from groundqa.engine import Engine
+from groundqa.errors import ProbeError
+from groundqa.evaluate.metrics import (
+    crowding,
+    dedupe,
+    first_rank,
+    gate_sweep,
+    hit_at_k,
+    mean,
+    ndcg_at_k,
+    paraphrase_stability,
+    recall_at_k,
+    reciprocal_rank,
+    same_document_crowding,
+)
+from groundqa.evaluate.probes import Probe
+
+DEFAULT_KS = (1, 2, 3, 5, 8, 10, 20)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    probe: Probe
+    ranked_sections: tuple[str, ...]
+    chunk_sections: tuple[str, ...]
+    chunk_docs: tuple[str, ...]
+    rank: int | None
+    refused: bool
+    refused_by: str | None
+    answer: str
+    contains: bool | None
+    grounded: bool | None
+    gate_score: float
+    latency_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.probe.id,
+            "kind": self.probe.kind,
+            "group": self.probe.group,
+            "question": self.probe.question,
+            "expected": list(self.probe.expected),
+            "rank": self.rank,
+            "top": list(self.ranked_sections[:5]),
+            "refused": self.refused,
+            "refused_by": self.refused_by,
+            "gate_score": round(self.gate_score, 4),
+            "answer": self.answer,
+            "answer_contains_ok": self.contains,
+            "grounded": self.grounded,
+            "latency_ms": round(self.latency_ms, 3),
+        }
+
+
+@dataclass
+class EvalReport:
+    """One retriever's run over a probe set: summary metrics plus every probe's outcome."""
+
+    retriever: str
+    metrics: dict[str, float]
+    results: list[ProbeResult] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    sweep: dict[str, Any] = field(default_factory=dict)
+    gate_threshold: float = 0.0
+    gate_sweep: list[dict[str, float]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "retriever": self.retriever,
+            "metrics": {k: round(v, 4) for k, v in self.metrics.items()},
+            "counts": self.counts,
+            "sweep": self.sweep,
+            "gate_threshold": self.gate_threshold,
+            "gate_sweep": self.gate_sweep,
+            "results": [r.to_dict() for r in self.results],
+        }
+
+
+def plateau(recall: Sequence[tuple[int, float]], tolerance: float = 0.005) -> dict[str, Any]:
+    """Where recall stops rising over a k sweep, or that it is still climbing at the edge.
+
+    The plateau is the smallest k whose recall is within `tolerance` of every larger
+    k's recall. If recall still rises between the last two points, the edge of the
+    sweep is not a plateau and the answer says so.
+    """
+    if not recall:
+        return {"levels_off_at": None, "still_climbing": False}
+    ks = [k for k, _ in recall]
+    values = [v for _, v in recall]
+    if len(values) >= 2 and values[-1] - values[-2] > tolerance:
+        return {
+            "levels_off_at": None,
+            "still_climbing": True,
+            "note": f"still climbing at k={ks[-1]}",
+        }
+    for i, v in enumerate(values):
+        if all(later - v <= tolerance for later in values[i:]):
+            return {
+                "levels_off_at": ks[i],
+                "still_climbing": False,
+                "note": f"levels off at k={ks[i]} (recall {v:.3f})",
+            }
+    return {"levels_off_at": ks[-1], "still_climbing": False}
+
+
+def _contains(text: str, needles: Sequence[str]) -> bool:
+    low = text.casefold()
+    return all(n.casefold() in low for n in needles)
+
+
+def check_expected(engine: Engine, probes: Sequence[Probe]) -> None:
+    known = {c.section_id for c in engine.chunks}
+    missing = sorted({e for p in probes for e in p.expected if e not in known})
+    if missing:
+        shown = ", ".join(repr(m) for m in missing[:8])
+        more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+        raise ProbeError(
+            f"{len(missing)} expected section id(s) are not in the index: {shown}{more}; "
+            "check the ids against `groundqa inspect --sections`"
+        )
+
+
+def evaluate_probes(
+    engine: Engine,
+    probes: Sequence[Probe],
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    retriever: str = "bm25",
+    answer_k: int = 5,
+) -> EvalReport:
+    """Rank, gate, answer and score every probe with one retriever."""
+    check_expected(engine, probes)
+    ks = sorted(set(ks))
+    # Deep enough that k sections survive collapsing several chunks of one section.
+    depth = min(len(engine.chunks), max(max(ks) * 3, 30))
+    results: list[ProbeResult] = []
+    for probe in probes:
+        t0 = time.perf_counter()
+        hits = engine.search(probe.question, depth=depth, retriever=retriever)
+        answer = engine.ask(probe.question, k=answer_k, retriever=retriever)
+        latency = (time.perf_counter() - t0) * 1000
+        expected = set(probe.expected)
+        ranked = tuple(dedupe(h.chunk.section_id for h in hits))
+        contains = grounded = None
+        if probe.answer_contains:
+            contains = not answer.refused and _contains(answer.answer, probe.answer_contains)
+            cited_ids = {c.chunk_id for c in answer.citations}
+            cited = " ".join(h.chunk.text for h in answer.passages if h.chunk.chunk_id in cited_ids)
+            grounded = bool(contains) and _contains(cited, probe.answer_contains)
+        results.append(
+            ProbeResult(
+                probe=probe,
+                ranked_sections=ranked,
+                chunk_sections=tuple(h.chunk.section_id for h in hits[:20]),
+                chunk_docs=tuple(h.chunk.doc_id for h in hits[:20]),
+                rank=first_rank(ranked, expected) if expected else None,
+                refused=answer.refused,
+                refused_by=answer.refused_by,
+                answer=answer.answer,
+                contains=contains,
+                grounded=grounded,
+                gate_score=answer.gate.score,
+                latency_ms=latency,
+            )
+        )
+    expected_docs = {c.section_id: c.doc_id for c in engine.chunks}
+    return summarise(results, ks, retriever, expected_docs, engine.gate.min_coverage)
+
+
+def summarise(
+    results: Sequence[ProbeResult],
+    ks: Sequence[int],
+    retriever: str,
+    section_docs: dict[str, str] | None = None,
+    gate_threshold: float = 0.0,
+) -> EvalReport:
+    """Aggregate per-probe outcomes into the metrics map `eval --json` prints."""
+    scored = [r for r in results if r.probe.answerable and r.probe.expected]
+    metrics: dict[str, float] = {}
+    curve: list[tuple[int, float]] = []
+    for k in ks:
+        rec = mean(recall_at_k(r.ranked_sections, set(r.probe.expected), k) for r in scored)
+        metrics[f"recall@{k}"] = rec
+        metrics[f"hit@{k}"] = mean(
+            hit_at_k(r.ranked_sections, set(r.probe.expected), k) for r in scored
+        )
+        curve.append((k, rec))
+    metrics["mrr"] = mean(reciprocal_rank(r.ranked_sections, set(r.probe.expected)) for r in scored)
+    metrics["ndcg@10"] = mean(
+        ndcg_at_k(r.ranked_sections, dict.fromkeys(r.probe.expected, 1.0), 10) for r in scored
+    )
+    docs = section_docs or {}
+    metrics["crowding@5"] = mean(
+        crowding(r.chunk_sections, set(r.probe.expected), 5) for r in scored
+    )
+    metrics["same_doc_crowding@5"] = mean(
+        same_document_crowding(
+            r.chunk_sections,
+            r.chunk_docs,
+            set(r.probe.expected),
+            {docs[e] for e in r.probe.expected if e in docs},
+            5,
+        )
+        for r in scored
+    )
+    groups: dict[str, list[int | None]] = {}
+    for r in scored:
+        if r.probe.group:
+            groups.setdefault(r.probe.group, []).append(r.rank)
+    stability = paraphrase_stability(groups)
+    if stability["groups"]:
+        metrics["paraphrase_rank1_all"] = stability["rank1_all"]
+        metrics["paraphrase_rank1_any"] = stability["rank1_any"]
+    by_kind = {
+        kind: [r for r in results if r.probe.kind == kind]
+        for kind in ("answerable", "out_of_scope", "near_miss")
+    }
+    counts = {kind: len(rs) for kind, rs in by_kind.items()}
+    counts["scored"] = len(scored)
+    counts["paraphrase_groups"] = int(stability["groups"])
+    for kind, key in (("out_of_scope", "refused_out_of_scope"), ("near_miss", "refused_near_miss")):
+        if by_kind[kind]:
+            metrics[key] = mean(float(r.refused) for r in by_kind[kind])
+            metrics[f"gate_{key}"] = mean(float(r.refused_by == "gate") for r in by_kind[kind])
+    if by_kind["answerable"]:
+        metrics["false_refusal"] = mean(float(r.refused) for r in by_kind["answerable"])
+        metrics["gate_false_refusal"] = mean(
+            float(r.refused_by == "gate") for r in by_kind["answerable"]
+        )
+    checked = [r for r in results if r.contains is not None]
+    if checked:
+        metrics["answer_contains"] = mean(float(bool(r.contains)) for r in checked)
+        metrics["answer_grounded"] = mean(float(bool(r.grounded)) for r in checked)
+        counts["answer_checked"] = len(checked)
+    latencies = [r.latency_ms for r in results]
+    metrics["latency_ms_p50"] = _percentile(latencies, 50)
+    metrics["latency_ms_p95"] = _percentile(latencies, 95)
+    thresholds = [round(0.1 * i, 1) for i in range(1, 10)]
+    sweep_rows = gate_sweep([(r.probe.kind, r.gate_score) for r in results], thresholds)
+    return EvalReport(
+        retriever, metrics, list(results), counts, plateau(curve), gate_threshold, sweep_rows
+    )
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    idx = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[idx]

@@ -1,0 +1,185 @@
+"""The evaluation harness on real indexes: probe files, BEIR folders, and their bad inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from groundqa.engine import Engine
+from groundqa.errors import ProbeError
+from groundqa.evaluate import evaluate_probes, load_probes
+from groundqa.evaluate.beir import (
+    evaluate_beir,
+    load_beir_set,
+    read_qrels,
+    score_run,
+    write_trec_run,
+)
+from groundqa.ingestion import ingest
+
+
+def _write(path: Path, rows: list[dict[str, object]] | list[str]) -> Path:
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+@pytest.fixture
+def engine(small_corpus: Path, tmp_path: Path) -> Engine:
+    ingest([small_corpus], tmp_path / "idx")
+    return Engine.open(tmp_path / "idx")
+
+
+PROBES = [
+    {
+        "id": "a1",
+        "question": "When does the last train back to Portmere leave Alderby?",
+        "expected": ["alderby.md#Getting there"],
+        "group": "train",
+        "answer_contains": ["11:15pm"],
+    },
+    {
+        "id": "a2",
+        "question": "What time is the final train from Alderby?",
+        "expected": ["alderby.md#Getting there"],
+        "group": "train",
+        "answer_contains": ["11:15pm"],
+    },
+    {
+        "id": "a3",
+        "question": "How long is the orchard trail in Bramblecote?",
+        "expected": ["bramblecote.md#What to see"],
+        "answer_contains": ["four miles"],
+    },
+    {"id": "n1", "question": "Is there a swimming pool in Bramblecote?", "kind": "near_miss"},
+    {"id": "o1", "question": "How do I compile a Rust program?", "kind": "out_of_scope"},
+]
+
+
+def test_harness_scores_ranks_refusals_and_answers(engine: Engine, tmp_path: Path) -> None:
+    probes = load_probes(_write(tmp_path / "p.jsonl", PROBES))
+    report = evaluate_probes(engine, probes, ks=(1, 3))
+    m = report.metrics
+    assert report.counts == {
+        "answerable": 3,
+        "out_of_scope": 1,
+        "near_miss": 1,
+        "scored": 3,
+        "paraphrase_groups": 1,
+        "answer_checked": 3,
+    }
+    ranks = {r.probe.id: r.rank for r in report.results}
+    assert ranks["a1"] == 1 and ranks["a3"] == 1
+    assert m["recall@1"] == pytest.approx(sum(r == 1 for r in ranks.values() if r) / 3)
+    assert m["refused_out_of_scope"] == 1.0 and m["gate_refused_out_of_scope"] == 1.0
+    assert 0.0 <= m["crowding@5"] <= 1.0 and "same_doc_crowding@5" in m
+    assert m["paraphrase_rank1_any"] == 1.0
+    first = next(r for r in report.results if r.probe.id == "a1")
+    assert first.contains and first.grounded
+    assert report.sweep["levels_off_at"] in (1, 3) or report.sweep["still_climbing"]
+    assert report.to_dict()["results"][0]["id"] == "a1"
+
+
+def test_expected_ids_missing_from_the_index_are_listed(engine: Engine, tmp_path: Path) -> None:
+    probes = load_probes(
+        _write(
+            tmp_path / "p.jsonl",
+            [
+                {"question": "q one?", "expected": ["alderby.md#Getting There"]},
+                {"question": "q two?", "expected": ["nowhere.md#X"]},
+            ],
+        )
+    )
+    with pytest.raises(
+        ProbeError,
+        match=r"2 expected section id\(s\) are not in the index: 'alderby.md#Getting There', 'nowhere.md#X'",
+    ):
+        evaluate_probes(engine, probes)
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (['{"question": "ok?"}', "{not json"], "line 2"),
+        (['{"question": ""}'], "line 1: `question` must be a non-empty string"),
+        (['{"question": "q?", "kind": "maybe"}'], "`kind` must be one of"),
+        (['{"question": "q?", "kind": "out_of_scope", "expected": ["a"]}'], "cannot name expected"),
+        (
+            ['{"id": "x", "question": "a?"}', '{"id": "x", "question": "b?"}'],
+            "already used on line 1",
+        ),
+        (["[1, 2]"], "must be a JSON object"),
+        (["", "  "], "has no probes"),
+    ],
+)
+def test_bad_probe_files(tmp_path: Path, lines: list[str], message: str) -> None:
+    with pytest.raises(ProbeError, match=message):
+        load_probes(_write(tmp_path / "p.jsonl", lines))
+
+
+def test_missing_probe_file(tmp_path: Path) -> None:
+    with pytest.raises(ProbeError, match="no probe file"):
+        load_probes(tmp_path / "none.jsonl")
+
+
+def _beir(folder: Path, with_qrels: bool = True) -> Path:
+    folder.mkdir()
+    docs = [
+        ("d1", "Ferries", "The ferry to the island leaves at dawn and returns at dusk."),
+        ("d2", "Bakeries", "The bakery sells out of bread by eleven in the morning."),
+        ("d3", "Trains", "Trains to the coast run hourly and take forty minutes."),
+        ("d4", "Markets", "The market opens on Saturdays and sells bread, fish and cheese."),
+    ]
+    _write(folder / "corpus.jsonl", [{"_id": i, "title": t, "text": x} for i, t, x in docs])
+    _write(
+        folder / "queries.jsonl",
+        [
+            {"_id": "q1", "text": "when does the ferry leave"},
+            {"_id": "q2", "text": "where can I buy bread"},
+            {"_id": "q3", "text": "unjudged query"},
+        ],
+    )
+    if with_qrels:
+        (folder / "qrels").mkdir()
+        (folder / "qrels" / "test.tsv").write_text(
+            "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t2\nq2\td4\t1\n"
+        )
+    return folder
+
+
+def test_beir_evaluation_and_trec_run(tmp_path: Path) -> None:
+    folder = _beir(tmp_path / "beir")
+    run_file = tmp_path / "run.trec"
+    result = evaluate_beir(folder, index_dir=tmp_path / "idx", run_file=run_file)
+    assert result["queries"] == 2 and not result["index_reused"]
+    m = result["retrievers"]["bm25"]
+    assert m["recall@100"] == 1.0 and m["mrr@10"] == 1.0
+    lines = run_file.read_text().splitlines()
+    assert lines[0].split()[:4] == ["q1", "Q0", "d1", "1"]
+    again = evaluate_beir(folder, index_dir=tmp_path / "idx")
+    assert again["index_reused"] and again["retrievers"] == result["retrievers"]
+
+
+def test_beir_scores_match_trec_eval(tmp_path: Path) -> None:
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    folder = _beir(tmp_path / "beir")
+    data = load_beir_set(folder)
+    run = {"q1": {"d3": 2.0, "d1": 1.0}, "q2": {"d4": 3.0, "d1": 2.0, "d2": 1.0}}
+    ours = score_run(run, data.qrels)
+    ref = pytrec_eval.RelevanceEvaluator(data.qrels, {"ndcg_cut.10", "recall.100"}).evaluate(run)
+    assert ours["ndcg@10"] == pytest.approx(sum(r["ndcg_cut_10"] for r in ref.values()) / 2)
+    write_trec_run(run, tmp_path / "r.trec")
+    assert len((tmp_path / "r.trec").read_text().splitlines()) == 5
+
+
+def test_beir_folder_without_qrels_is_a_clear_error(tmp_path: Path) -> None:
+    folder = _beir(tmp_path / "beir", with_qrels=False)
+    with pytest.raises(ProbeError, match=r"missing qrels/test.tsv"):
+        load_beir_set(folder)
+
+
+def test_malformed_qrels(tmp_path: Path) -> None:
+    (tmp_path / "q.tsv").write_text("q1\td1\tyes\n")
+    with pytest.raises(ProbeError, match="not a whole number"):
+        read_qrels(tmp_path / "q.tsv")
