@@ -1,0 +1,371 @@
+"""Retrieval quality on the seed corpora and standard benchmarks, each beside its baseline.
+
+- SciFact test (BEIR): groundqa BM25 against bm25s used directly in the same run,
+  with the published BM25 figures; our metrics cross-checked by trec_eval.
+- Natech guidance: the seed system's 12 probes, converted on the fly, against its
+  published keyword baseline.
+- ObliQA dev: passage-level recall@10 and MAP@10.
+- City guides: the seed questions (converted on the fly) and our own probe file,
+  every harness metric including refusals with the lexical gate.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import RESULTS, ROOT, WORK, machine, shared_path, write_result
+
+# Published figures quoted for comparison (see ../shared/bench/MANIFEST.md).
+PUBLISHED_SCIFACT = {
+    "Anserini BM25 flat": 0.679,
+    "Anserini BM25 multifield": 0.665,
+    "BEIR paper BM25": 0.665,
+}
+NATECH_SEED = {"hit@1": 0.33, "hit@2": 0.33, "hit@3": 0.58, "hit@5": 0.58, "hit@8": 0.67}
+
+
+def _bm25s_direct(
+    folder: Path, queries: dict[str, str], depth: int = 100
+) -> dict[str, dict[str, float]]:
+    """The baseline: bm25s with its own tokenizer over title + text, no groundqa code."""
+    import bm25s
+    import Stemmer
+
+    ids, texts = [], []
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            doc = json.loads(line)
+            ids.append(doc["_id"])
+            texts.append(f"{doc.get('title', '')}\n{doc['text']}")
+    tokenizer = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
+    model = bm25s.BM25()
+    model.index(tokenizer.tokenize(texts, show_progress=False), show_progress=False)
+    run: dict[str, dict[str, float]] = {}
+    for qid, text in queries.items():
+        tokens = tokenizer.tokenize([text], update_vocab=False, show_progress=False)
+        docs, scores = model.retrieve(tokens, k=depth, show_progress=False)
+        run[qid] = {ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0], strict=True) if s > 0}
+    return run
+
+
+def scifact() -> dict[str, Any] | None:
+    folder = shared_path("bench", "scifact")
+    if folder is None:
+        return None
+    import pytrec_eval
+
+    from groundqa.engine import Engine
+    from groundqa.evaluate.beir import load_beir_set, retrieve_run, score_run
+    from groundqa.ingestion import ingest
+
+    data = load_beir_set(folder)
+    index = WORK / "scifact"
+    ingest([data.corpus], index, fmt="beir")
+    engine = Engine.open(index)
+    ours = retrieve_run(engine, data.queries, depth=100)
+    base = _bm25s_direct(folder, data.queries)
+    evaluator = pytrec_eval.RelevanceEvaluator(data.qrels, {"ndcg_cut.10", "recall.100"})
+    out: dict[str, Any] = {}
+    for name, run in (("groundqa bm25", ours), ("bm25s directly", base)):
+        s = score_run(run, data.qrels)
+        ref = evaluator.evaluate(run)
+        out[name] = {
+            "ndcg@10": round(s["ndcg@10"], 4),
+            "recall@100": round(s["recall@100"], 4),
+            "mrr@10": round(s["mrr@10"], 4),
+            "trec_eval ndcg@10": round(
+                sum(r["ndcg_cut_10"] for r in ref.values()) / len(data.qrels), 4
+            ),
+            "trec_eval recall@100": round(
+                sum(r["recall_100"] for r in ref.values()) / len(data.qrels), 4
+            ),
+        }
+    return {"queries": len(data.queries), "runs": out, "published": PUBLISHED_SCIFACT}
+
+
+def _probe_eval(corpus: list[Path], probes: list[Any], name: str, report: str | None = None) -> Any:
+    """Index `corpus`, run the probes, and (with `report`) write Markdown, JSON and plots."""
+    from groundqa.engine import Engine
+    from groundqa.evaluate import evaluate_probes
+    from groundqa.evaluate.report import write_probe_report
+    from groundqa.ingestion import ingest
+
+    index = WORK / name
+    ingest(corpus, index)
+    result = evaluate_probes(Engine.open(index), probes, ks=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
+    if report:
+        write_probe_report([result], RESULTS / "reports" / report, title=report)
+    return result
+
+
+def natech() -> dict[str, Any] | None:
+    csv = shared_path("corpora", "natech", "guidance.csv")
+    probes_file = shared_path("corpora", "natech", "probes.json")
+    if csv is None or probes_file is None:
+        return None
+    import seeds
+
+    report = _probe_eval([csv], seeds.natech_probes(probes_file), "natech", report="natech")
+    misses = [
+        {
+            "id": r.probe.id,
+            "question": r.probe.question,
+            "expected": list(r.probe.expected),
+            "rank": r.rank,
+            "top3": list(r.ranked_sections[:3]),
+        }
+        for r in report.results
+        if r.rank is None or r.rank > 3
+    ]
+    keys = [f"recall@{k}" for k in range(1, 11)] + [f"hit@{k}" for k in range(1, 11)] + ["mrr"]
+    return {
+        "metrics": {k: round(report.metrics[k], 4) for k in keys},
+        "seed_baseline": NATECH_SEED,
+        "seed_mrr": "0.33-0.43",
+        "misses_top3": misses,
+        "sweep": report.sweep,
+    }
+
+
+def obliqa() -> dict[str, Any] | None:
+    folder = shared_path("bench", "obliqa")
+    if folder is None:
+        return None
+    from groundqa.engine import Engine
+    from groundqa.evaluate.beir import retrieve_run, score_run
+    from groundqa.ingestion import ingest
+
+    dev = json.loads((folder / "ObliQA_dev.json").read_text(encoding="utf-8"))
+    queries = {q["QuestionID"]: q["Question"] for q in dev}
+    qrels = {
+        q["QuestionID"]: {f"{p['DocumentID']}:{p['PassageID']}": 1 for p in q["Passages"]}
+        for q in dev
+    }
+    index = WORK / "obliqa"
+    t = time.perf_counter()
+    ingest([folder / "StructuredRegulatoryDocuments"], index, fmt="obliqa")
+    build_s = time.perf_counter() - t
+    engine = Engine.open(index)
+    known = {c.section_id for c in engine.chunks}
+    judged = sum(1 for q in qrels.values() for d in q if d in known)
+    total = sum(len(q) for q in qrels.values())
+    t = time.perf_counter()
+    run = retrieve_run(engine, queries, depth=10)
+    query_s = time.perf_counter() - t
+    s = score_run(run, qrels, ks=(1, 3, 5, 10))
+    return {
+        "queries": len(queries),
+        "gold_passages_indexed": f"{judged}/{total}",
+        "recall@10": round(s["recall@10"], 4),
+        "map@10": round(s["map@10"], 4),
+        "mrr@10": round(s["mrr@10"], 4),
+        "ndcg@10": round(s["ndcg@10"], 4),
+        "build_s": round(build_s, 2),
+        "query_ms_mean": round(1000 * query_s / len(queries), 3),
+    }
+
+
+def city_guides() -> dict[str, Any] | None:
+    guides = shared_path("corpora", "city_guides")
+    if guides is None:
+        return None
+    import seeds
+    from groundqa.evaluate import load_probes
+
+    out: dict[str, Any] = {}
+    sets = {
+        "seed questions (questions.json)": (
+            seeds.city_guides_probes(guides / "questions.json", guides),
+            "city_guides_seed",
+        ),
+        "bench/city_guides.probes.jsonl": (
+            load_probes(ROOT / "bench" / "city_guides.probes.jsonl"),
+            "city_guides",
+        ),
+    }
+    for label, (probes, report_name) in sets.items():
+        report = _probe_eval([guides], probes, "city_guides", report=report_name)
+        out[label] = _probe_summary(report)
+    return out
+
+
+def regpack() -> dict[str, Any]:
+    """The bundled example corpus and its probe file (no ../shared needed)."""
+    from groundqa.evaluate import load_probes
+
+    probes = load_probes(ROOT / "examples" / "regpack.probes.jsonl")
+    report = _probe_eval([ROOT / "examples" / "regpack"], probes, "regpack", report="regpack")
+    return {"examples/regpack.probes.jsonl": _probe_summary(report)}
+
+
+def _probe_summary(report: Any) -> dict[str, Any]:
+    by_kind = {
+        k: [r for r in report.results if r.probe.kind == k]
+        for k in ("answerable", "near_miss", "out_of_scope")
+    }
+    return {
+        "metrics": {k: round(v, 4) for k, v in report.metrics.items() if not k.startswith("hit@")},
+        "counts": report.counts,
+        "refused": {k: f"{sum(r.refused for r in rs)}/{len(rs)}" for k, rs in by_kind.items()},
+        "near_miss_answered": [r.probe.question for r in by_kind["near_miss"] if not r.refused],
+        "gate_threshold": report.gate_threshold,
+        "gate_sweep": report.gate_sweep,
+    }
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def run() -> dict[str, Any]:
+    shutil.rmtree(WORK, ignore_errors=True)
+    WORK.mkdir(parents=True)
+    data: dict[str, Any] = {"machine": machine()}
+    timings = {}
+    parts = (
+        ("scifact", scifact),
+        ("natech", natech),
+        ("obliqa", obliqa),
+        ("city_guides", city_guides),
+        ("regpack", regpack),
+    )
+    for name, fn in parts:
+        t = time.perf_counter()
+        data[name] = fn()
+        timings[name] = round(time.perf_counter() - t, 1)
+    data["seconds"] = timings
+    md = [
+        "## Retrieval quality (BM25 and the lexical gate)",
+        "",
+        "`python bench/retrieval.py` (part of `make bench`); seconds per part: "
+        + ", ".join(f"{k} {v}" for k, v in timings.items())
+        + ".",
+        "",
+    ]
+    sf = data["scifact"]
+    if sf:
+        md += [
+            f"**SciFact test** ({sf['queries']} queries), same run:",
+            "",
+            "| run | nDCG@10 | recall@100 | MRR@10 | trec_eval nDCG@10 |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name, m in sf["runs"].items():
+            md.append(
+                f"| {name} | {m['ndcg@10']:.4f} | {m['recall@100']:.4f} | {m['mrr@10']:.4f} | {m['trec_eval ndcg@10']:.4f} |"
+            )
+        md += [
+            "",
+            "Published BM25 nDCG@10: "
+            + ", ".join(f"{k} {v}" for k, v in sf["published"].items())
+            + ".",
+            "",
+        ]
+    nt = data["natech"]
+    if nt:
+        m = nt["metrics"]
+        md += [
+            "**Natech guidance**, the seed system's 12 probes, chapter level (hit@k: the share of "
+            "probes with an expected chapter in the top k; the seed figures count the same way):",
+            "",
+            "| k | 1 | 2 | 3 | 5 | 8 | 10 |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+            "| groundqa hit@k | "
+            + " | ".join(f"{m[f'hit@{k}']:.2f}" for k in (1, 2, 3, 5, 8, 10))
+            + " |",
+            "| groundqa recall@k | "
+            + " | ".join(f"{m[f'recall@{k}']:.2f}" for k in (1, 2, 3, 5, 8, 10))
+            + " |",
+            "| seed keyword baseline | 0.33 | 0.33 | 0.58 | 0.58 | 0.67 | — |",
+            "",
+            f"MRR {m['mrr']:.3f} (seed: {nt['seed_mrr']}). {nt['sweep'].get('note', '')}. "
+            f"Not in the top 3: "
+            + (
+                "; ".join(
+                    f'{x["id"]} "{x["question"]}" (rank {x["rank"]}, top: {", ".join(x["top3"])})'
+                    for x in nt["misses_top3"]
+                )
+                or "none"
+            )
+            + ".",
+            "",
+        ]
+    ob = data["obliqa"]
+    if ob:
+        md += [
+            f"**ObliQA dev** ({ob['queries']} questions, passage level, gold passages indexed {ob['gold_passages_indexed']}): "
+            f"recall@10 {ob['recall@10']:.4f}, MAP@10 {ob['map@10']:.4f}, MRR@10 {ob['mrr@10']:.4f}, nDCG@10 {ob['ndcg@10']:.4f}.",
+            "",
+        ]
+    probe_sets = {**(data["city_guides"] or {}), **data["regpack"]}
+    if probe_sets:
+        keys = [
+            "recall@1",
+            "recall@3",
+            "recall@5",
+            "mrr",
+            "ndcg@10",
+            "crowding@5",
+            "same_doc_crowding@5",
+            "paraphrase_rank1_all",
+            "paraphrase_rank1_any",
+            "answer_contains",
+            "answer_grounded",
+            "false_refusal",
+            "refused_near_miss",
+            "refused_out_of_scope",
+        ]
+        labels = list(probe_sets)
+        md += [
+            "**Probe sets**: city guides (seed questions converted on the fly, and our own "
+            "probe file) and the bundled example corpus; BM25 with the lexical gate at "
+            f"{probe_sets[labels[0]]['gate_threshold']}, refusals end to end:",
+            "",
+            "| metric | " + " | ".join(labels) + " |",
+            "|---|" + "---:|" * len(labels),
+        ]
+        for k in keys:
+            md.append(
+                f"| {k} | "
+                + " | ".join(_fmt(probe_sets[lab]["metrics"].get(k, "—")) for lab in labels)
+                + " |"
+            )
+        md.append(
+            "| refused: answerable / near-miss / out-of-scope | "
+            + " | ".join(
+                f"{probe_sets[lab]['refused']['answerable']} / {probe_sets[lab]['refused']['near_miss']} / "
+                f"{probe_sets[lab]['refused']['out_of_scope']}"
+                for lab in labels
+            )
+            + " |"
+        )
+        md += [
+            "",
+            "The same gate at other thresholds (at the gate only; false refusal / "
+            "out-of-scope refused / near-miss refused):",
+            "",
+            "| threshold | " + " | ".join(labels) + " |",
+            "|---|" + "---:|" * len(labels),
+        ]
+        for i, row in enumerate(probe_sets[labels[0]]["gate_sweep"]):
+            cells = []
+            for lab in labels:
+                r = probe_sets[lab]["gate_sweep"][i]
+                cells.append(
+                    " / ".join(
+                        f"{r[k]:.2f}" if k in r else "—"
+                        for k in ("false_refusal", "refused_out_of_scope", "refused_near_miss")
+                    )
+                )
+            md.append(f"| {row['threshold']:.1f} | " + " | ".join(cells) + " |")
+        md.append("")
+    write_result("retrieval", data, "\n".join(md))
+    return data
+
+
+if __name__ == "__main__":
+    run()
