@@ -88,3 +88,38 @@ def write_result(name: str, data: dict[str, Any], markdown: str) -> None:
         _, tail = rest.split(end, 1)
         readme.write_text(head + start + markdown.rstrip() + "\n" + end + tail, encoding="utf-8")
     print(markdown)
+
+
+class Bm25sBaseline:
+    """The named baseline: bm25s used directly, with its own tokenizer, over title + text.
+
+    No groundqa code is involved, so the comparison measures what groundqa adds.
+    """
+
+    def __init__(self, corpus: Path, k1: float = 1.5, b: float = 0.75, method: str = "lucene"):
+        import bm25s
+        import Stemmer
+
+        self.ids: list[str] = []
+        texts: list[str] = []
+        with corpus.open(encoding="utf-8") as f:
+            for line in f:
+                doc = json.loads(line)
+                self.ids.append(doc["_id"])
+                texts.append(f"{doc.get('title', '')}\n{doc['text']}")
+        self.tokenizer = bm25s.tokenization.Tokenizer(
+            stopwords="en", stemmer=Stemmer.Stemmer("english")
+        )
+        self.model = bm25s.BM25(k1=k1, b=b, method=method)
+        self.model.index(self.tokenizer.tokenize(texts, show_progress=False), show_progress=False)
+
+    def save(self, directory: Path) -> None:
+        self.model.save(str(directory), show_progress=False)
+        self.tokenizer.save_vocab(str(directory))
+
+    def search(self, text: str, k: int) -> dict[str, float]:
+        tokens = self.tokenizer.tokenize([text], update_vocab=False, show_progress=False)
+        docs, scores = self.model.retrieve(tokens, k=k, show_progress=False)
+        return {
+            self.ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0], strict=True) if s > 0
+        }

@@ -11,41 +11,26 @@ rounds so every `ask` analyses its passages afresh).
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
-from pathlib import Path
 
-from _common import WORK, latency_summary, machine, shared_path, time_each, write_result
-
-
-def _read_beir(folder: Path) -> tuple[list[str], list[str], list[str]]:
-    ids, texts = [], []
-    with (folder / "corpus.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            doc = json.loads(line)
-            ids.append(doc["_id"])
-            texts.append(f"{doc.get('title', '')}\n{doc['text']}")
-    wanted = {
-        line.split("\t")[0] for line in (folder / "qrels" / "test.tsv").read_text().splitlines()[1:]
-    }
-    queries = []
-    with (folder / "queries.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            q = json.loads(line)
-            if q["_id"] in wanted:
-                queries.append(q["text"])
-    return ids, texts, queries
+from _common import (
+    WORK,
+    Bm25sBaseline,
+    latency_summary,
+    machine,
+    shared_path,
+    time_each,
+    write_result,
+)
 
 
 def run() -> dict[str, object] | None:
     folder = shared_path("bench", "scifact")
     if folder is None:
         return None
-    import bm25s
-    import Stemmer
-
     from groundqa.engine import Engine
+    from groundqa.evaluate.beir import load_beir_set
     from groundqa.index.lexical import BM25Settings
     from groundqa.ingestion import ingest
 
@@ -56,21 +41,11 @@ def run() -> dict[str, object] | None:
 
     # --- baseline: bm25s used directly -------------------------------------------
     t0 = time.perf_counter()
-    _ids, texts, queries = _read_beir(folder)
-    tokenizer = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
-    corpus_tokens = tokenizer.tokenize(texts, show_progress=False)
-    model = bm25s.BM25(k1=settings.k1, b=settings.b, method=settings.method)
-    model.index(corpus_tokens, show_progress=False)
-    model.save(str(work / "bm25s"), show_progress=False)
-    tokenizer.save_vocab(str(work / "bm25s"))
+    baseline = Bm25sBaseline(folder / "corpus.jsonl", settings.k1, settings.b, settings.method)
+    baseline.save(work / "bm25s")
     baseline_build = time.perf_counter() - t0
-    queries = queries[:100]
-
-    def bare(q: str) -> object:
-        tokens = tokenizer.tokenize([q], update_vocab=False, show_progress=False)
-        return model.retrieve(tokens, k=5, show_progress=False)
-
-    bare_ms = time_each(bare, queries)
+    queries = list(load_beir_set(folder).queries.values())[:100]
+    bare_ms = time_each(lambda q: baseline.search(q, 5), queries)
 
     # --- groundqa -----------------------------------------------------------------
     t0 = time.perf_counter()

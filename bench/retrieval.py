@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import RESULTS, ROOT, WORK, machine, shared_path, write_result
+from _common import RESULTS, ROOT, WORK, Bm25sBaseline, machine, shared_path, write_result
 
 # Published figures quoted for comparison (see ../shared/bench/MANIFEST.md).
 PUBLISHED_SCIFACT = {
@@ -26,30 +26,6 @@ PUBLISHED_SCIFACT = {
     "BEIR paper BM25": 0.665,
 }
 NATECH_SEED = {"hit@1": 0.33, "hit@2": 0.33, "hit@3": 0.58, "hit@5": 0.58, "hit@8": 0.67}
-
-
-def _bm25s_direct(
-    folder: Path, queries: dict[str, str], depth: int = 100
-) -> dict[str, dict[str, float]]:
-    """The baseline: bm25s with its own tokenizer over title + text, no groundqa code."""
-    import bm25s
-    import Stemmer
-
-    ids, texts = [], []
-    with (folder / "corpus.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            doc = json.loads(line)
-            ids.append(doc["_id"])
-            texts.append(f"{doc.get('title', '')}\n{doc['text']}")
-    tokenizer = bm25s.tokenization.Tokenizer(stopwords="en", stemmer=Stemmer.Stemmer("english"))
-    model = bm25s.BM25()
-    model.index(tokenizer.tokenize(texts, show_progress=False), show_progress=False)
-    run: dict[str, dict[str, float]] = {}
-    for qid, text in queries.items():
-        tokens = tokenizer.tokenize([text], update_vocab=False, show_progress=False)
-        docs, scores = model.retrieve(tokens, k=depth, show_progress=False)
-        run[qid] = {ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0], strict=True) if s > 0}
-    return run
 
 
 def scifact() -> dict[str, Any] | None:
@@ -67,7 +43,8 @@ def scifact() -> dict[str, Any] | None:
     ingest([data.corpus], index, fmt="beir")
     engine = Engine.open(index)
     ours = retrieve_run(engine, data.queries, depth=100)
-    base = _bm25s_direct(folder, data.queries)
+    baseline = Bm25sBaseline(data.corpus)
+    base = {qid: baseline.search(text, 100) for qid, text in data.queries.items()}
     evaluator = pytrec_eval.RelevanceEvaluator(data.qrels, {"ndcg_cut.10", "recall.100"})
     out: dict[str, Any] = {}
     for name, run in (("groundqa bm25", ours), ("bm25s directly", base)):

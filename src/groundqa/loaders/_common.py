@@ -12,8 +12,9 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from groundqa.models import Finding
+from groundqa.models import Document, Finding, Section
 
 BINARY_SNIFF_BYTES = 8192
 
@@ -104,6 +105,29 @@ def normalise_newlines(text: str) -> str:
 def clean_body(text: str) -> str:
     """A section body as stored: newlines normalised, surrounding whitespace stripped."""
     return normalise_newlines(text).strip()
+
+
+def record_document(
+    *,
+    doc_id: str,
+    title: str,
+    text: str,
+    source: str,
+    fmt: str,
+    metadata: dict[str, Any],
+    line: int,
+) -> Document:
+    """A record (CSV row, BEIR entry): one Document whose single Section has the record's id."""
+    section = Section(section_id=doc_id, heading=title, text=clean_body(text))
+    return Document(
+        doc_id=doc_id,
+        title=title,
+        source=source,
+        format=fmt,
+        sections=(section,),
+        metadata=metadata,
+        line=line,
+    )
 
 
 def is_hidden(name: str) -> bool:

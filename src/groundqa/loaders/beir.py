@@ -15,8 +15,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from groundqa.loaders._common import block, clean_body, read_text, review, source_of
-from groundqa.models import Document, Finding, Section
+from groundqa.loaders._common import (
+    block,
+    clean_body,
+    read_text,
+    record_document,
+    review,
+    source_of,
+)
+from groundqa.models import Document, Finding
 
 _KNOWN = ("_id", "title", "text", "metadata")
 
@@ -70,16 +77,13 @@ def load_beir(path: Path) -> tuple[list[Document], list[Finding]]:
         if meta is not None and not isinstance(meta, dict):
             metadata["metadata"] = meta  # kept as given rather than dropped
         metadata.update({k: v for k, v in record.items() if k not in _KNOWN})
-        section = Section(
-            section_id=doc_id, heading=title, text=clean_body(_as_str(record.get("text")))
-        )
         documents.append(
-            Document(
+            record_document(
                 doc_id=doc_id,
                 title=title,
+                text=_as_str(record.get("text")),
                 source=source,
-                format="beir",
-                sections=(section,),
+                fmt="beir",
                 metadata=metadata,
                 line=number,
             )

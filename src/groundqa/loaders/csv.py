@@ -17,8 +17,15 @@ import io
 from collections.abc import Mapping
 from pathlib import Path
 
-from groundqa.loaders._common import block, clean_body, read_text, review, source_of
-from groundqa.models import Document, Finding, Section
+from groundqa.loaders._common import (
+    block,
+    clean_body,
+    read_text,
+    record_document,
+    review,
+    source_of,
+)
+from groundqa.models import Document, Finding
 
 ROLES = ("id", "title", "text")
 
@@ -151,14 +158,13 @@ def load_csv(
             for i, value in enumerate(row)
             if i not in used and value.strip()
         }
-        section = Section(section_id=doc_id, heading=title, text=clean_body(row[roles["text"]]))
         documents.append(
-            Document(
+            record_document(
                 doc_id=doc_id,
                 title=title,
+                text=row[roles["text"]],
                 source=source,
-                format="csv",
-                sections=(section,),
+                fmt="csv",
                 metadata=metadata,
                 line=start,
             )
