@@ -202,3 +202,71 @@ def test_ctrl_c_during_ingest_keeps_previous_index(tmp_path: Path) -> None:
     assert os.readlink(index / "current") == before
     assert not list((index / "builds").glob(".tmp-*"))
     assert run("ask", "When is the last train back?", "--index", index).returncode == 0
+
+
+def test_eval_probes_json_report_and_bad_probe_files(built: Path, tmp_path: Path) -> None:
+    from tests.conftest import REGPACK_PROBES
+
+    report = tmp_path / "report"
+    proc = run(
+        "eval",
+        "--index",
+        built,
+        "--probes",
+        REGPACK_PROBES,
+        "--k",
+        "1,3,5",
+        "--report",
+        report,
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert {
+        "recall@1",
+        "recall@3",
+        "mrr",
+        "ndcg@10",
+        "refused_out_of_scope",
+        "refused_near_miss",
+        "false_refusal",
+    } <= set(data["metrics"]["bm25"])
+    assert {p.name for p in report.iterdir()} == {
+        "report.md",
+        "report.json",
+        "recall_at_k.png",
+        "gate_scores.png",
+    }
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "fine?"}\n{"question": \n')
+    proc = run("eval", "--index", built, "--probes", bad)
+    assert proc.returncode == 1 and "line 2" in one_error_line(proc)
+    typo = tmp_path / "typo.jsonl"
+    typo.write_text('{"question": "q?", "expected": ["SCH1-99"]}\n')
+    proc = run("eval", "--index", built, "--probes", typo)
+    assert proc.returncode == 1 and "'SCH1-99'" in one_error_line(proc)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert "has no probes" in one_error_line(run("eval", "--index", built, "--probes", empty))
+
+
+def test_eval_beir_and_its_errors(tmp_path: Path) -> None:
+    folder = tmp_path / "beir"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text(
+        json.dumps({"_id": "d1", "title": "Ferry", "text": "The ferry leaves at dawn."})
+        + "\n"
+        + json.dumps({"_id": "d2", "title": "Bread", "text": "The bakery sells bread."})
+        + "\n"
+    )
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "ferry dawn"}) + "\n")
+    proc = run("eval", "--beir", folder)
+    assert proc.returncode == 1 and "missing qrels/test.tsv" in one_error_line(proc)
+    (folder / "qrels").mkdir()
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    trec = tmp_path / "run.trec"
+    proc = run("eval", "--beir", folder, "--run-file", trec, "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["retrievers"]["bm25"]["ndcg@10"] == 1.0
+    assert trec.read_text().startswith("q1 Q0 d1 1 ")
+    assert run("eval", "--index", tmp_path).returncode == 2
