@@ -117,3 +117,17 @@ def test_open_reads_what_ingest_wrote(engine: Engine, tmp_path: Path) -> None:
     assert engine.manifest.counts["chunks"] == len(engine.chunks)
     assert engine.manifest.gate["kind"] == "lexical-coverage-v1"
     assert {c.section_id for c in engine.chunks} >= {"SCH1-01"}
+
+
+def test_detected_places_scope_the_search_but_keep_national_rules(engine: Engine) -> None:
+    scope = engine.facets.detect_scope("How tall must a tree be to be protected in Fennick?")
+    assert scope == {"area": ["Fennick City"], "state": ["Northmere"]}
+    assert engine.facets.detect_scope("What is the NEER threshold?") == {}
+    hits = engine.retrieve("tree permit emissions", k=30, scope=scope)
+    places = {(h.chunk.metadata.get("state"), h.chunk.metadata.get("area")) for h in hits}
+    assert (None, None) in places  # federal rules still apply
+    assert all(s in (None, "Northmere") for s, _ in places)
+    assert all(a in (None, "Fennick City") for _, a in places)
+    answer = engine.ask("Which trees are protected in Fennick?", auto_scope=True)
+    assert answer.scope == scope
+    assert all(c.section_id.startswith("local_fennick") for c in answer.citations)

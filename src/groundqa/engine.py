@@ -29,6 +29,7 @@ from groundqa.retrieve import (
 from groundqa.text import Analyzer, PassageTerms
 
 Filters = Mapping[str, str | Sequence[str]]
+Scope = Mapping[str, str | Sequence[str]]
 
 
 class Engine:
@@ -65,6 +66,29 @@ class Engine:
     def facets(self) -> FacetIndex:
         return FacetIndex(self._loaded.chunks)
 
+    @property
+    def fingerprint(self) -> str:
+        """Changes whenever the build does: the key that keeps cached answers from going stale."""
+        return f"{self.manifest.build_id}:{self.manifest.fingerprint}"
+
+    @cached_property
+    def _by_chunk(self) -> dict[str, Chunk]:
+        return {c.chunk_id: c for c in self._loaded.chunks}
+
+    @cached_property
+    def _by_doc(self) -> dict[str, list[Chunk]]:
+        docs: dict[str, list[Chunk]] = {}
+        for c in self._loaded.chunks:
+            docs.setdefault(c.doc_id, []).append(c)
+        return docs
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        return self._by_chunk.get(chunk_id)
+
+    def document_chunks(self, doc_id: str) -> list[Chunk]:
+        """A document's chunks in reading order (empty when the id is unknown)."""
+        return list(self._by_doc.get(doc_id, []))
+
     def weights(self, question: str) -> dict[str, float]:
         """Each topic term of the question with its idf in this index."""
         return {t: self._loaded.lexical.idf(t) for t in self.analyzer.query_terms(question)}
@@ -78,11 +102,12 @@ class Engine:
         *,
         k: int = 5,
         filters: Filters | None = None,
+        scope: Scope | None = None,
         retriever: str = "bm25",
     ) -> list[Hit]:
         """Top-k chunks for a user's question; k is capped for interactive use."""
         check_k(k)
-        return self.search(question, depth=k, filters=filters, retriever=retriever)
+        return self.search(question, depth=k, filters=filters, scope=scope, retriever=retriever)
 
     def search(
         self,
@@ -90,14 +115,28 @@ class Engine:
         *,
         depth: int,
         filters: Filters | None = None,
+        scope: Scope | None = None,
         retriever: str = "bm25",
     ) -> list[Hit]:
         """Ranked chunks to any depth, for evaluation (recall@100 needs more than a user does)."""
         question = check_question(question)
         check_retriever(retriever)
         allowed = self.facets.mask(filters or {})
+        scoped = self.facets.scope_mask(scope or {})
+        if scoped is not None:
+            allowed = scoped if allowed is None else allowed & scoped
         terms = self.analyzer.terms(question)
         return lexical_search(self._loaded.lexical, self._loaded.chunks, terms, depth, allowed)
+
+    def scope_for(
+        self, question: str, scope: Scope | None, auto_scope: bool
+    ) -> dict[str, list[str]]:
+        """The scope to apply: the one given, plus places detected in the question if asked."""
+        merged = {k: list(v) if not isinstance(v, str) else [v] for k, v in (scope or {}).items()}
+        if auto_scope:
+            for key, values in self.facets.detect_scope(question).items():
+                merged.setdefault(key, values)
+        return merged
 
     def ask(
         self,
@@ -105,13 +144,18 @@ class Engine:
         *,
         k: int = 5,
         filters: Filters | None = None,
+        scope: Scope | None = None,
+        auto_scope: bool = False,
         retriever: str = "bm25",
         generator: str = "extractive",
     ) -> Answer:
+        """Retrieve, gate and answer. `scope` keeps chunks that match or lack each key;
+        `auto_scope` adds the places the question names (see `FacetIndex.detect_scope`)."""
         started = time.perf_counter()
         question = check_question(question)
         gen = get_generator(generator)
-        hits = self.retrieve(question, k=k, filters=filters, retriever=retriever)
+        applied = self.scope_for(question, scope, auto_scope)
+        hits = self.retrieve(question, k=k, filters=filters, scope=applied, retriever=retriever)
         t_retrieved = time.perf_counter()
         weights = self.weights(question)
         decision = self.gate.decide(weights, hits, self._passage_terms)
@@ -131,6 +175,7 @@ class Engine:
                 gate=decision,
                 refused_by="gate",
                 generator=gen.name,
+                scope=applied,
                 timings_ms=timings,
             )
         result = gen.generate(Evidence(question, weights, tuple(hits), self.passage_text))
@@ -146,5 +191,6 @@ class Engine:
             gate=decision,
             refused_by="generator" if result.refused else None,
             generator=gen.name,
+            scope=applied,
             timings_ms=timings,
         )

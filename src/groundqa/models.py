@@ -301,6 +301,7 @@ class Answer:
     refused_by: str | None = None
     generator: str = "extractive"
     audit: dict[str, Any] | None = None
+    scope: dict[str, list[str]] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -314,6 +315,7 @@ class Answer:
             "gate": self.gate.to_dict(),
             "generator": self.generator,
             "audit": self.audit,
+            "scope": {k: list(v) for k, v in self.scope.items()},
             "timings_ms": dict(self.timings_ms),
         }
 
@@ -329,6 +331,7 @@ class Answer:
             gate=GateDecision.from_dict(d["gate"]),
             generator=d.get("generator", "extractive"),
             audit=d.get("audit"),
+            scope={k: list(v) for k, v in d.get("scope", {}).items()},
             timings_ms={k: float(v) for k, v in d.get("timings_ms", {}).items()},
         )
 

@@ -4,11 +4,17 @@ Filters are pushed into scoring (chunks that do not match score zero before
 top-k is taken), so a filter can never starve a result list the way filtering
 after top-k does. A filter on a key no chunk has, or a value no chunk carries,
 is an error that lists what exists: a typo must not read as "nothing found".
+
+A scope is a softer filter for places: a chunk passes when it matches the
+scope's value or does not carry that key at all, so national rules still apply
+to a question about one council area. Places can be detected in the question
+from a gazetteer built from the corpus's own metadata values.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -22,6 +28,23 @@ from groundqa.models import Chunk, Hit
 RETRIEVERS = ("bm25",)
 MAX_K = 100
 MAX_QUESTION_CHARS = 2000
+PLACE_KEYS = ("area", "state")
+_WORD = re.compile(r"\w+")
+# Words that qualify a place name rather than name it: "Fennick City" is asked about as "Fennick".
+_GENERIC_PLACE_WORDS = frozenset(
+    [
+        "city",
+        "shire",
+        "council",
+        "county",
+        "town",
+        "district",
+        "region",
+        "municipality",
+        "borough",
+        "village",
+    ]
+)
 
 
 def _values(value: Any) -> list[str]:
@@ -53,6 +76,56 @@ class FacetIndex:
 
     def values(self, key: str) -> list[str]:
         return sorted(self._display.get(key.casefold(), {}).values())
+
+    def _rows(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
+        rows = np.zeros(self.size, dtype=bool)
+        postings = self._postings.get(key.casefold(), {})
+        for value in values:
+            rows[postings.get(value.strip().casefold(), [])] = True
+        return rows
+
+    def carries(self, key: str) -> npt.NDArray[np.bool_]:
+        """Chunks that have any value for `key`."""
+        rows = np.zeros(self.size, dtype=bool)
+        for ids in self._postings.get(key.casefold(), {}).values():
+            rows[ids] = True
+        return rows
+
+    def scope_mask(self, scope: Mapping[str, Sequence[str]]) -> npt.NDArray[np.bool_] | None:
+        """Chunks that match each scoped key, or do not carry that key at all."""
+        if not scope:
+            return None
+        allowed = np.ones(self.size, dtype=bool)
+        for key, values in scope.items():
+            allowed &= self._rows(key, values) | ~self.carries(key)
+        return allowed
+
+    def detect_scope(self, question: str, keys: Sequence[str] = PLACE_KEYS) -> dict[str, list[str]]:
+        """Places named in the question, by metadata key, with the states that contain a named area.
+
+        A value matches as a whole phrase, or without its generic words ("Fennick"
+        for "Fennick City"). Naming an area also scopes to the state(s) its
+        documents belong to, so another state's rules drop out too.
+        """
+        text = " " + " ".join(_WORD.findall(question.casefold())) + " "
+        found: dict[str, list[str]] = {}
+        for key in keys:
+            for folded, shown in self._display.get(key.casefold(), {}).items():
+                words = _WORD.findall(folded)
+                core = [w for w in words if w not in _GENERIC_PLACE_WORDS] or words
+                if any(f" {' '.join(form)} " in text for form in (words, core) if form):
+                    found.setdefault(key, []).append(shown)
+        areas = found.get("area")
+        if areas and "state" in self._postings and "state" not in found:
+            in_area = self._rows("area", areas)
+            states = sorted(
+                self._display["state"][v]
+                for v, ids in self._postings["state"].items()
+                if in_area[ids].any()
+            )
+            if states:
+                found["state"] = states
+        return found
 
     def mask(self, filters: Mapping[str, str | Sequence[str]]) -> npt.NDArray[np.bool_] | None:
         """Chunks matching every key (any of the values given for one key); None when no filter."""
