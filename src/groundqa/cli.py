@@ -594,5 +594,115 @@ def _fmt_metric(key: str, value: float) -> str:
     return f"{value:.3f}"
 
 
+# ---------------------------------------------------------------- serve
+
+
+@main.command()
+@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--token",
+    envvar="GROUNDQA_TOKEN",
+    show_envvar=True,
+    help="Require `Authorization: Bearer TOKEN` on data endpoints; also enables POST /eval.",
+)
+@click.option(
+    "--cache",
+    "cache_spec",
+    default="memory",
+    show_default=True,
+    metavar="memory|off|redis://...",
+    help="Where answers are cached: in-process, nowhere, or a Redis URL.",
+)
+@click.option(
+    "--cache-ttl",
+    default=3600,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Seconds a cached answer is kept.",
+)
+@click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Let pages from ORIGIN call the API from a browser; repeat for more. Off by default.",
+)
+@click.option("--access-log", is_flag=True, help="Log every request line (never the token).")
+def serve(
+    index_dir: str,
+    host: str,
+    port: int,
+    token: str | None,
+    cache_spec: str,
+    cache_ttl: int,
+    cors_origins: tuple[str, ...],
+    access_log: bool,
+) -> None:
+    """Serve the HTTP API and the web page over one index."""
+    import errno
+    import socket
+
+    from groundqa.engine import Engine
+
+    engine = Engine.open(index_dir)
+    try:
+        import uvicorn
+
+        from groundqa.api import ServeSettings, create_app
+        from groundqa.cache import redact
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] not in {
+            "fastapi",
+            "starlette",
+            "pydantic",
+            "uvicorn",
+        }:
+            raise
+        raise UsageError(
+            f"serve needs FastAPI and uvicorn ({exc.name} is missing): pip install 'groundqa[serve]'"
+        ) from None
+    settings = ServeSettings(
+        token=token, cache=cache_spec, cache_ttl=cache_ttl, cors_origins=cors_origins
+    )
+    app = create_app(engine, settings)
+
+    # Bind here rather than in uvicorn, so a busy port is our one-line error, not its log.
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise UsageError(f"cannot listen on --host {host!r}: {exc.strerror}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise GroundqaError(
+                f"port {port} on {host} is already in use; stop what holds it or pick another --port"
+            ) from None
+        raise GroundqaError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    out.print(
+        f"serving {escape(index_dir)} on http://{shown}:{bound} "
+        f"(cache: {escape(redact(cache_spec))}, auth: {'on' if token else 'off'})"
+    )
+    sys.stdout.flush()
+    config = uvicorn.Config(
+        app, host=host, port=bound, log_level="warning", access_log=access_log, ws="none"
+    )
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how a server is stopped: not an error
+    finally:
+        sock.close()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,667 @@
+"""The HTTP API: one opened Engine behind FastAPI, for `groundqa serve`.
+
+    GET  /health              what is loaded and whether the cache works (never needs the token)
+    POST /query               Engine.ask, as JSON, through the result cache
+    POST /query/stream        the same answer as Server-Sent Events
+    GET  /sources/{doc_id}    a document's sections and chunks, from the loaded index
+    GET  /chunks/{chunk_id}   one chunk
+    POST /eval                a probe set through the evaluation harness (token required)
+    GET  /, /app.js, /style.css   the web page
+
+Routes are thin shells: each validates its request with a pydantic model, calls
+the Engine or the evaluation harness in a worker thread, and returns what it
+gives. The cache key is the normalised request plus the index fingerprint, so
+a rebuilt index never serves an answer computed on the old one.
+
+It refuses, before any route runs: a request without the bearer token when one
+is set (compared in constant time, never logged), and a body over the size limit
+(by Content-Length before reading a byte, or as soon as a chunked body grows
+past it). Pydantic refuses unknown fields, wrong types and out-of-range values.
+No request reads a file: documents and chunks come from the loaded index.
+Every failure has one shape, `{"error": {"status", "code", "message"}}`; a
+traceback goes to the server log, never to the client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http
+import importlib.resources
+import json
+import re
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.cors import CORSMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from groundqa._version import __version__
+from groundqa.cache import Cache, make_cache
+from groundqa.engine import Engine
+from groundqa.errors import GroundqaError, ProbeError, UsageError
+from groundqa.evaluate import Probe, evaluate_probes
+from groundqa.generate import available as available_generators
+from groundqa.models import Chunk, Hit, uri_for
+from groundqa.retrieve import MAX_K, MAX_QUESTION_CHARS, RETRIEVERS
+
+FACET_KEYS = ("jurisdiction", "state", "area", "category")
+MAX_FILTER_KEYS = 20
+WEB_FILES = {
+    "/": ("index.html", "text/html; charset=utf-8"),
+    "/app.js": ("app.js", "text/javascript; charset=utf-8"),
+    "/style.css": ("style.css", "text/css; charset=utf-8"),
+}
+# Paths that hold no corpus data (or only the index summary) and so never need the token.
+PUBLIC_PATHS = frozenset({*WEB_FILES, "/health", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+# Off unless the server has a token: one request runs a whole probe set (real CPU time).
+TOKEN_ONLY_PATHS = frozenset({"/eval"})
+
+ERROR_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "too_large",
+    422: "invalid_request",
+    500: "internal",
+}
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """How `groundqa serve` runs: who may ask, how much, and where answers are cached."""
+
+    token: str | None = None
+    cache: str = "memory"  # "memory", "off", or a redis:// URL
+    cache_ttl: int = 3600
+    cors_origins: tuple[str, ...] = ()
+    max_body_bytes: int = 65_536
+    max_probes: int = 500
+
+    def __post_init__(self) -> None:
+        if self.token is not None and not self.token.strip():
+            raise UsageError("--token must not be empty; omit it to serve without a token")
+        if self.cache_ttl < 1:
+            raise UsageError(f"--cache-ttl must be at least 1 second, got {self.cache_ttl}")
+        if self.max_body_bytes < 1024:
+            raise UsageError(
+                f"the body limit must be at least 1024 bytes, got {self.max_body_bytes}"
+            )
+        if self.max_probes < 1:
+            raise UsageError(f"the probe limit must be at least 1, got {self.max_probes}")
+
+
+# ---------------------------------------------------------------- request bodies
+
+Question = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUESTION_CHARS),
+]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+FacetValue = Annotated[str, StringConstraints(max_length=500)]
+FacetValues = FacetValue | Annotated[list[FacetValue], Field(max_length=100)]
+Facets = Annotated[
+    dict[Annotated[str, StringConstraints(max_length=200)], FacetValues],
+    Field(max_length=MAX_FILTER_KEYS),
+]
+
+
+class QueryRequest(BaseModel):
+    """A question and how to answer it. Unknown fields are an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: Question = Field(description="The question, 1 to 2000 characters.")
+    k: int = Field(5, ge=1, le=MAX_K, description="Passages to retrieve.")
+    retriever: Name = "bm25"
+    generator: Name = "extractive"
+    filters: Facets = Field(
+        default_factory=dict,
+        description="Metadata that every passage must match; a list means any of its values.",
+    )
+    scope: Facets = Field(
+        default_factory=dict,
+        description="Places: passages that match, or that carry no value for the key, pass.",
+    )
+    auto_location: bool = Field(
+        False, description="Also scope to the places the question names (e.g. a council area)."
+    )
+
+
+class EvalRequest(BaseModel):
+    """A probe set in the probe file format, one object per probe."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    probes: list[dict[str, Any]] = Field(min_length=1)
+    k: list[Annotated[int, Field(ge=1, le=MAX_K)]] = Field(
+        default_factory=lambda: [1, 3, 5, 10], min_length=1, max_length=20
+    )
+    retriever: Name = "bm25"
+
+
+class ErrorDetail(BaseModel):
+    status: int
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    return {s: {"model": ErrorBody, "description": http.HTTPStatus(s).phrase} for s in statuses}
+
+
+def error_response(
+    status: int, message: str, code: str | None = None, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    """The one error shape every 4xx and 5xx response has."""
+    body = {
+        "error": {
+            "status": status,
+            "code": code or ERROR_CODES.get(status, "http_error"),
+            "message": message,
+        }
+    }
+    return JSONResponse(body, status_code=status, headers=dict(headers or {}))
+
+
+# ---------------------------------------------------------------- the request guard
+
+
+class RequestGuard:
+    """Who may ask, and how much: checked on the raw request, before any route reads it.
+
+    A pure ASGI middleware rather than a route dependency, because FastAPI parses
+    the body before it runs dependencies: an unauthenticated or oversized request
+    must be turned away before its body is read or parsed at all.
+    """
+
+    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
+        self.app = app
+        self._token = token.encode("utf-8") if token is not None else None
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        refused = self._refuse(scope["path"], headers.get(b"authorization"))
+        if refused is None:
+            refused = self._too_large_declared(headers.get(b"content-length"))
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client left before sending its body; there is no one to answer
+            body += message.get("body", b"")
+            if len(body) > self.max_body_bytes:
+                await self._too_large()(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay(body, receive), send)
+
+    def _refuse(self, path: str, authorization: bytes | None) -> Response | None:
+        if path in PUBLIC_PATHS:
+            return None
+        if self._token is None:
+            if path in TOKEN_ONLY_PATHS:
+                return error_response(
+                    403,
+                    f"{path} is disabled on this server; start `groundqa serve` with --token to enable it",
+                )
+            return None
+        challenge = {"WWW-Authenticate": "Bearer"}
+        if authorization is None:
+            return error_response(
+                401,
+                "this server needs a token: send the header Authorization: Bearer <token>",
+                headers=challenge,
+            )
+        scheme, _, credentials = authorization.partition(b" ")
+        if scheme.lower() != b"bearer" or not hmac.compare_digest(credentials.strip(), self._token):
+            return error_response(
+                401, "the bearer token is not valid for this server", headers=challenge
+            )
+        return None
+
+    def _too_large_declared(self, content_length: bytes | None) -> Response | None:
+        try:
+            declared = int(content_length) if content_length is not None else 0
+        except ValueError:
+            return error_response(400, "the Content-Length header is not a number")
+        return self._too_large(declared) if declared > self.max_body_bytes else None
+
+    def _too_large(self, declared: int | None = None) -> Response:
+        size = f"is {declared} bytes" if declared is not None else "grew past the limit"
+        limit = self.max_body_bytes
+        return error_response(413, f"the request body {size}; the limit is {limit} bytes")
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives the buffered body once, then waits on the client (for disconnects)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+# ---------------------------------------------------------------- answers, cached
+
+
+def _normal_facets(facets: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:
+    return {k: sorted([v] if isinstance(v, str) else v) for k, v in sorted(facets.items())}
+
+
+def cache_key(request: QueryRequest, fingerprint: str) -> str:
+    """Equal for requests that must get the same answer from the same index build."""
+    normal = {
+        "question": " ".join(request.question.split()).casefold(),
+        "k": request.k,
+        "retriever": request.retriever,
+        "generator": request.generator,
+        "filters": _normal_facets(request.filters),
+        "scope": _normal_facets(request.scope),
+        "auto_location": request.auto_location,
+        "index": fingerprint,
+    }
+    text = json.dumps(normal, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def answer(engine: Engine, cache: Cache, ttl: int, request: QueryRequest) -> dict[str, Any]:
+    """The Answer as a dict plus `cache`: hit, miss, or off. Errors raise and are never cached."""
+    key = cache_key(request, engine.fingerprint)
+    cached = cache.get(key)
+    if cached is not None:
+        # The key folds case and spacing; the answer echoes the question as this asker wrote it.
+        cached["question"] = request.question
+        cached["cache"] = "hit"
+        return cached
+    result = engine.ask(
+        request.question,
+        k=request.k,
+        filters=request.filters,
+        scope=request.scope,
+        auto_scope=request.auto_location,
+        retriever=request.retriever,
+        generator=request.generator,
+    ).to_dict()
+    cache.set(key, result, ttl)
+    result["cache"] = "off" if cache.backend == "off" else "miss"
+    return result
+
+
+# ---------------------------------------------------------------- Server-Sent Events
+
+_MARKER = re.compile(r"\[\d+\]")
+
+
+def answer_pieces(text: str) -> list[str]:
+    """The answer cut after each `[n]` marker: one piece per cited sentence.
+
+    Joined, the pieces give the text back exactly; a refusal (no marker) is one piece.
+    """
+    pieces: list[str] = []
+    start = 0
+    for marker in _MARKER.finditer(text):
+        pieces.append(text[start : marker.end()])
+        start = marker.end()
+    rest = text[start:]
+    if rest.strip() or not pieces:
+        pieces.append(rest)
+    else:
+        pieces[-1] += rest
+    return pieces
+
+
+def sse(event: str, data: Any) -> str:
+    # json.dumps escapes newlines, so each event's data is exactly one `data:` line.
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def answer_events(
+    passages: list[dict[str, Any]], pieces: Iterable[str], done: Callable[[], dict[str, Any]]
+) -> Iterator[str]:
+    """`passages`, then one `answer` event per piece of text, then `done` with the whole answer.
+
+    The extractive generator has its answer whole, so its pieces are `answer_pieces`;
+    a generator that streams natively passes its text deltas as `pieces` and builds
+    the final answer in `done` once they are spent.
+    """
+    yield sse("passages", passages)
+    for piece in pieces:
+        yield sse("answer", {"text": piece})
+    yield sse("done", done())
+
+
+class EventStreamResponse(StreamingResponse):
+    media_type = "text/event-stream"
+
+
+# ---------------------------------------------------------------- documents and chunks
+
+
+def document_view(chunks: Sequence[Chunk]) -> dict[str, Any]:
+    """A document as the index holds it: its sections in reading order, each with its chunks."""
+    first = chunks[0]
+    sections: dict[str, dict[str, Any]] = {}
+    for c in chunks:
+        section = sections.get(c.section_id)
+        if section is None:
+            section = sections[c.section_id] = {
+                "section_id": c.section_id,
+                "section": c.breadcrumb,
+                "page": c.page,
+                "uri": c.uri,
+                "chunks": [],
+            }
+        section["chunks"].append(
+            {"chunk_id": c.chunk_id, "part": c.part, "parts": c.parts, "text": c.text}
+        )
+    return {
+        "doc_id": first.doc_id,
+        "title": first.title,
+        "uri": uri_for(first.source, None),
+        "metadata": dict(first.metadata),
+        "sections": list(sections.values()),
+    }
+
+
+def chunk_view(chunk: Chunk) -> dict[str, Any]:
+    """A chunk as a passage is shown, without what only a ranking has (score, rank, retriever)."""
+    data = Hit(chunk, 0.0, 0).to_dict()
+    for key in ("score", "rank", "retriever"):
+        del data[key]
+    return data
+
+
+def parse_probes(raw: Sequence[dict[str, Any]]) -> list[Probe]:
+    probes: list[Probe] = []
+    for i, item in enumerate(raw):
+        try:
+            probes.append(Probe.from_dict(item, default_id=f"probe{i}"))
+        except ValueError as exc:
+            raise ProbeError(f"probes[{i}]: {exc}; fix or remove that probe") from None
+    return probes
+
+
+# ---------------------------------------------------------------- the web page
+
+PLACEHOLDER_PAGE = b"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>groundqa</title></head>
+<body><h1>groundqa</h1>
+<p>The server is running, but this installation has no web page.
+The API is described at <a href="/docs">/docs</a> (<a href="/openapi.json">OpenAPI</a>).</p>
+</body></html>
+"""
+PLACEHOLDERS = {
+    "index.html": PLACEHOLDER_PAGE,
+    "app.js": b"// groundqa: this installation has no web page script.\n",
+    "style.css": b"/* groundqa: this installation has no web page styles. */\n",
+}
+
+
+def load_web() -> dict[str, tuple[bytes, str]]:
+    """The page's files by route, read once; a missing one is a placeholder, not a failure."""
+    folder = importlib.resources.files("groundqa") / "web"
+    files: dict[str, tuple[bytes, str]] = {}
+    for route, (name, media_type) in WEB_FILES.items():
+        try:
+            body = (folder / name).read_bytes()
+        except OSError:
+            body = PLACEHOLDERS[name]
+        files[route] = (body, media_type)
+    return files
+
+
+def _static(body: bytes, media_type: str) -> Callable[[], Response]:
+    def serve_file() -> Response:
+        # no-cache: a browser revalidates, so an upgraded server's page shows at once.
+        headers = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+        return Response(content=body, media_type=media_type, headers=headers)
+
+    return serve_file
+
+
+# ---------------------------------------------------------------- the app
+
+
+def _field(loc: Sequence[Any], body: Any) -> str:
+    """The dotted path of what the client sent, without pydantic's union-member tags."""
+    path: list[str] = []
+    node = body
+    for part in loc[1:] if tuple(loc[:1]) == ("body",) else loc:
+        sent = (isinstance(node, dict) and part in node) or (
+            isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        )
+        if sent:
+            node = node[part]
+        elif isinstance(node, dict) or node is None:
+            node = None  # a field the client did not send (a missing one)
+        else:
+            continue  # a tag such as `list[str]`: a type pydantic tried, not a field sent
+        path.append(str(part))
+    return ".".join(path)
+
+
+def _validation_message(errors: Sequence[Any], body: Any) -> str:
+    """One line that names each bad field: `k: Input should be ...; unknown field 'x'`."""
+    problems: dict[str, list[str]] = {}
+    for error in errors:
+        kind = error.get("type", "")
+        field = _field(error.get("loc", ()), body)
+        if kind == "json_invalid":
+            detail = error.get("ctx", {}).get("error", "")
+            problem = (
+                f"the body is not valid JSON ({detail})" if detail else "the body is not valid JSON"
+            )
+            field = ""
+        elif kind == "extra_forbidden":
+            problem, field = f"unknown field {field!r}", ""
+        elif kind == "missing" and not field:
+            problem = "a JSON object body is required"
+        else:
+            problem = str(error.get("msg", "invalid"))
+        # A union (a string or a list of strings) fails once per member: one entry per field.
+        if problem not in problems.setdefault(field, []):
+            problems[field].append(problem)
+    parts = [
+        f"{field}: {' or '.join(found)}" if field else "; ".join(found)
+        for field, found in problems.items()
+    ]
+    if len(parts) > 5:
+        parts = [*parts[:5], f"and {len(parts) - 5} more"]
+    return "; ".join(parts) or "the request is not valid"
+
+
+def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
+    """The API over one opened Engine. Raises UsageError for a bad cache setting."""
+    cache = make_cache(settings.cache)
+    web = load_web()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        cache.close()
+
+    app = FastAPI(
+        lifespan=lifespan,
+        title="groundqa",
+        version=__version__,
+        description=(
+            "Answers questions from one document corpus, and only from it, with citations; "
+            "refuses when the corpus does not cover the question."
+        ),
+        redoc_url=None,
+    )
+
+    @app.exception_handler(GroundqaError)
+    async def groundqa_error(request: Request, exc: GroundqaError) -> Response:
+        return error_response(400, exc.message, code=exc.kind)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
+        return error_response(422, _validation_message(exc.errors(), exc.body))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        message = str(exc.detail)
+        if message == http.HTTPStatus(exc.status_code).phrase:
+            # Starlette's own 404/405 say only "Not Found"; say what was asked for.
+            where = f"{request.method} {request.url.path}"
+            if exc.status_code == 404:
+                message = f"no such endpoint: {where}; see /docs for the API"
+            elif exc.status_code == 405:
+                allowed = (exc.headers or {}).get("Allow", "")
+                message = f"method not allowed: {where}" + (
+                    f"; allowed: {allowed}" if allowed else ""
+                )
+        return error_response(exc.status_code, message, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        # Starlette re-raises the exception after this response is sent, so the
+        # server logs the traceback once; the client learns nothing about it.
+        return error_response(500, "internal error; the server log has the details")
+
+    @app.get("/health", responses=_errors(500))
+    def health() -> dict[str, Any]:
+        """What is loaded, and whether the cache answers. Never needs the token."""
+        m = engine.manifest
+        facets = set(engine.facets.keys())
+        return {
+            "status": "ok",
+            "version": __version__,
+            "index": {
+                "dir": str(engine.index_dir),
+                "build_id": m.build_id,
+                "fingerprint": m.fingerprint,
+                "created_at": m.created_at,
+                "counts": dict(m.counts),
+            },
+            "retrievers": list(RETRIEVERS),
+            "generators": available_generators(),
+            "embedder": None,
+            "gate": dict(m.gate),
+            "cache": cache.status(),
+            "auth": {"required": settings.token is not None},
+            "facets": {key: engine.facets.values(key) for key in FACET_KEYS if key in facets},
+        }
+
+    @app.post("/query", responses=_errors(400, 401, 413, 422, 500))
+    def query(body: QueryRequest) -> dict[str, Any]:
+        """Answer a question with citations, or refuse. `cache` says whether it was cached."""
+        return answer(engine, cache, settings.cache_ttl, body)
+
+    @app.post(
+        "/query/stream",
+        response_class=EventStreamResponse,
+        responses={
+            200: {
+                "description": "Events: `passages`, then `answer` (one per cited piece), then `done`.",
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            },
+            **_errors(400, 401, 413, 422, 500),
+        },
+    )
+    def query_stream(body: QueryRequest) -> EventStreamResponse:
+        """The same answer as Server-Sent Events. Bad requests fail before the stream starts."""
+        result = answer(engine, cache, settings.cache_ttl, body)
+        events = answer_events(result["passages"], answer_pieces(result["answer"]), lambda: result)
+        return EventStreamResponse(events, headers={"Cache-Control": "no-cache"})
+
+    @app.get("/sources/{doc_id:path}", responses=_errors(401, 404, 500))
+    def source(doc_id: str) -> dict[str, Any]:
+        """A document's sections and chunks, from the loaded index.
+
+        The id may contain `/`; a `#` in it is sent percent-encoded, as `%23`.
+        """
+        chunks = engine.document_chunks(doc_id)
+        if not chunks:
+            raise HTTPException(404, f"no document {doc_id!r} in this index")
+        return document_view(chunks)
+
+    @app.get("/chunks/{chunk_id}", responses=_errors(401, 404, 500))
+    def chunk(chunk_id: str) -> dict[str, Any]:
+        """One chunk with its section breadcrumb, link, text and metadata."""
+        found = engine.chunk(chunk_id)
+        if found is None:
+            raise HTTPException(404, f"no chunk {chunk_id!r} in this index")
+        return chunk_view(found)
+
+    @app.post("/eval", responses=_errors(400, 401, 403, 413, 422, 500))
+    def evaluate(body: EvalRequest) -> dict[str, Any]:
+        """Run a probe set through the evaluation harness. Needs a server started with --token."""
+        if len(body.probes) > settings.max_probes:
+            raise HTTPException(
+                413,
+                f"{len(body.probes)} probes; the limit is {settings.max_probes} per request, "
+                "so split the set or use `groundqa eval`",
+            )
+        report = evaluate_probes(
+            engine, parse_probes(body.probes), ks=body.k, retriever=body.retriever
+        )
+        return report.to_dict()
+
+    for route, (content, media_type) in web.items():
+        app.add_api_route(
+            route, _static(content, media_type), methods=["GET"], include_in_schema=False
+        )
+
+    app.add_middleware(RequestGuard, token=settings.token, max_body_bytes=settings.max_body_bytes)
+    if settings.cors_origins:
+        # Added last so it is outermost: preflights and error responses get CORS headers too.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+        )
+    if settings.token is not None:
+        _document_bearer(app)
+    return app
+
+
+def _document_bearer(app: FastAPI) -> None:
+    """Mark every data endpoint in the OpenAPI spec as needing the bearer token."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()  # FastAPI caches it on the app; it is amended in place, once
+        components = schema.setdefault("components", {})
+        components.setdefault("securitySchemes", {})["bearer"] = {
+            "type": "http",
+            "scheme": "bearer",
+        }
+        for path, operations in schema.get("paths", {}).items():
+            if path not in PUBLIC_PATHS:
+                for operation in operations.values():
+                    operation["security"] = [{"bearer": []}]
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
