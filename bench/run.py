@@ -10,6 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import foundation
 import retrieval
+import serve_load
 from _common import RESULTS, ROOT
 
 
@@ -17,6 +18,7 @@ def main() -> int:
     started = time.perf_counter()
     foundation.run()
     retrieval.run()
+    serve_load.run()
     total = time.perf_counter() - started
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "wall_time.txt").write_text(f"make bench wall time: {total:.1f} s\n")

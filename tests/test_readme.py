@@ -35,9 +35,12 @@ def test_help_text_matches_the_cli() -> None:
     assert block("help").strip() == f"```\n{out.strip()}\n```"
 
 
-def test_benchmark_table_is_the_results_file() -> None:
-    results = ROOT / "bench" / "results" / "foundation.md"
-    assert block("bench:foundation").strip() == results.read_text(encoding="utf-8").strip()
+def test_benchmark_tables_are_the_results_files() -> None:
+    names = re.findall(r"<!-- bench:(\w+):start -->", README)
+    assert {"foundation", "retrieval"} <= set(names)
+    for name in names:
+        results = ROOT / "bench" / "results" / f"{name}.md"
+        assert block(f"bench:{name}").strip() == results.read_text(encoding="utf-8").strip(), name
 
 
 def test_example_corpus_figures(tmp_path: Path) -> None:
