@@ -242,7 +242,11 @@ def ingest(
 
 
 def _print_answer(answer: Answer, *, show_passages: bool = False) -> None:
-    if answer.refused:
+    if answer.error:
+        err.print(f"[bold red]generation failed:[/] {escape(answer.error)}")
+        out.print("[dim]the retrieved passages are listed below[/]")
+        show_passages = True
+    elif answer.refused:
         out.print(f"[bold]{escape(answer.answer)}[/]")
         out.print(f"[dim](refused by the {answer.refused_by}: {escape(_reason(answer))})[/]")
     else:
@@ -264,10 +268,62 @@ def _reason(answer: Answer) -> str:
     return answer.gate.reason if answer.refused_by == "gate" else "no sentence answers it"
 
 
+_generator_options = [
+    click.option(
+        "--generator",
+        default="extractive",
+        show_default=True,
+        help="extractive, ollama:MODEL, openai:MODEL, anthropic:MODEL or gguf:PATH.",
+    ),
+    click.option(
+        "--generator-url",
+        default=None,
+        help="Base URL of the generator's server (else the provider's environment variable).",
+    ),
+    click.option(
+        "--temperature",
+        type=click.FloatRange(0, 2),
+        default=None,
+        help="Sampling temperature (default: the preset for the question's intent).",
+    ),
+    click.option(
+        "--max-tokens",
+        type=click.IntRange(1, 8192),
+        default=None,
+        help="Longest answer in tokens (default: the preset for the intent).",
+    ),
+    click.option(
+        "--timeout",
+        type=click.FloatRange(1, 600),
+        default=60.0,
+        show_default=True,
+        help="Seconds to wait for a network or local model generator.",
+    ),
+]
+
+
+def _with_generator_options(f: F) -> F:
+    for option in reversed(_generator_options):
+        f = option(f)
+    return f
+
+
+def _options(generator_url: str | None, timeout: float) -> Any:
+    from groundqa.generate import GeneratorOptions
+
+    return GeneratorOptions(base_url=generator_url, timeout_s=timeout)
+
+
 @main.command()
 @click.argument("question")
 @click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
-@click.option("--k", "k", default=5, show_default=True, type=int, help="Passages to retrieve.")
+@click.option(
+    "--k",
+    "k",
+    default=None,
+    type=int,
+    help="Passages to retrieve (default: the preset for the question's intent).",
+)
 @click.option(
     "--retriever", default="bm25", show_default=True, help="bm25 (dense and hybrid come later)."
 )
@@ -278,16 +334,26 @@ def _reason(answer: Answer) -> str:
     metavar="KEY=VALUE",
     help="Only passages whose metadata matches; repeat a key for any-of.",
 )
-@click.option("--generator", default="extractive", show_default=True)
+@click.option(
+    "--auto-location",
+    is_flag=True,
+    help="Scope the search to places the question names (national rules still apply).",
+)
+@_with_generator_options
 @click.option("--passages", is_flag=True, help="Also list the retrieved passages with scores.")
 @click.option("--json", "as_json", is_flag=True, help="Print the Answer as one JSON object.")
 def ask(
     question: str,
     index_dir: str,
-    k: int,
+    k: int | None,
     retriever: str,
     filters: tuple[str, ...],
+    auto_location: bool,
     generator: str,
+    generator_url: str | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    timeout: float,
     passages: bool,
     as_json: bool,
 ) -> None:
@@ -296,12 +362,22 @@ def ask(
 
     engine = Engine.open(index_dir)
     answer = engine.ask(
-        question, k=k, filters=_parse_filters(filters), retriever=retriever, generator=generator
+        question,
+        k=k,
+        filters=_parse_filters(filters),
+        auto_scope=auto_location,
+        retriever=retriever,
+        generator=generator,
+        options=_options(generator_url, timeout),
+        temperature=temperature,
+        max_tokens=max_tokens,
     )
     if as_json:
         _emit_json(answer.to_dict())
     else:
         _print_answer(answer, show_passages=passages)
+    if answer.error:
+        sys.exit(1)
 
 
 CHAT_HELP = """commands: :k N (passages to retrieve)  :filter KEY=VALUE  :filters (show)  :clear (filters)
@@ -310,14 +386,31 @@ CHAT_HELP = """commands: :k N (passages to retrieve)  :filter KEY=VALUE  :filter
 
 @main.command()
 @click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
-@click.option("--k", "k", default=5, show_default=True, type=int)
-def chat(index_dir: str, k: int) -> None:
+@click.option(
+    "--k",
+    "k",
+    default=None,
+    type=int,
+    help="Passages to retrieve (default: the preset for each question's intent).",
+)
+@_with_generator_options
+def chat(
+    index_dir: str,
+    k: int | None,
+    generator: str,
+    generator_url: str | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    timeout: float,
+) -> None:
     """Ask questions one after another with the index kept loaded."""
     from groundqa.engine import Engine
     from groundqa.retrieve import check_k
 
     engine = Engine.open(index_dir)
-    check_k(k)
+    if k is not None:
+        check_k(k)
+    options = _options(generator_url, timeout)
     filters: dict[str, list[str]] = {}
     show_passages = False
     interactive = sys.stdin.isatty()
@@ -364,7 +457,15 @@ def chat(index_dir: str, k: int) -> None:
                 err.print(f"[bold red]error:[/] {escape(exc.message)}")
             continue
         try:
-            answer = engine.ask(line, k=k, filters=filters)
+            answer = engine.ask(
+                line,
+                k=k,
+                filters=filters,
+                generator=generator,
+                options=options,
+                temperature=temperature,
+                max_tokens=max_tokens,
+            )
         except GroundqaError as exc:
             err.print(f"[bold red]error:[/] {escape(exc.message)}")
             continue

@@ -10,12 +10,21 @@ pipeline logic of its own.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
+from groundqa.errors import GenerationError
 from groundqa.gate import LexicalGate
-from groundqa.generate import Evidence, get_generator
+from groundqa.generate import (
+    Evidence,
+    Generation,
+    Generator,
+    GeneratorOptions,
+    get_generator,
+)
+from groundqa.generate.presets import preset_for
 from groundqa.index import LoadedIndex, load_index
 from groundqa.index.store import Manifest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
@@ -44,6 +53,7 @@ class Engine:
             top_n=int(gate.get("top_n", LexicalGate.top_n)),
         )
         self.passage_text = PassageTerms(analyzer)
+        self._generators: dict[tuple[str, GeneratorOptions], Generator] = {}
 
     @classmethod
     def open(cls, index_dir: str | Path) -> Engine:
@@ -138,24 +148,78 @@ class Engine:
                 merged.setdefault(key, values)
         return merged
 
+    def generator(self, spec: str, options: GeneratorOptions | None = None) -> Generator:
+        """The generator for `spec`, created once per engine (a local model loads only once)."""
+        key = (spec, options or GeneratorOptions())
+        gen = self._generators.get(key)
+        if gen is None:
+            gen = self._generators[key] = get_generator(spec, key[1])
+        return gen
+
     def ask(
         self,
         question: str,
         *,
-        k: int = 5,
+        k: int | None = None,
         filters: Filters | None = None,
         scope: Scope | None = None,
         auto_scope: bool = False,
         retriever: str = "bm25",
         generator: str = "extractive",
+        options: GeneratorOptions | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
     ) -> Answer:
-        """Retrieve, gate and answer. `scope` keeps chunks that match or lack each key;
-        `auto_scope` adds the places the question names (see `FacetIndex.detect_scope`)."""
+        """Retrieve, gate, answer and audit.
+
+        `k`, `temperature` and `max_tokens` default to the preset for the question's
+        intent. `scope` keeps chunks that match or lack each key; `auto_scope` adds
+        the places the question names (see `FacetIndex.detect_scope`). A generator
+        that fails gives an Answer with `error` set and the passages kept.
+        """
+        answer: Answer | None = None
+        for event in self.ask_stream(
+            question,
+            k=k,
+            filters=filters,
+            scope=scope,
+            auto_scope=auto_scope,
+            retriever=retriever,
+            generator=generator,
+            options=options,
+            temperature=temperature,
+            max_tokens=max_tokens,
+        ):
+            if isinstance(event, Answer):
+                answer = event
+        assert answer is not None  # ask_stream always ends with the Answer
+        return answer
+
+    def ask_stream(
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        filters: Filters | None = None,
+        scope: Scope | None = None,
+        auto_scope: bool = False,
+        retriever: str = "bm25",
+        generator: str = "extractive",
+        options: GeneratorOptions | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> Iterator[list[Hit] | str | Answer]:
+        """`ask` as it happens: the retrieved hits, then answer text pieces, then the Answer."""
         started = time.perf_counter()
         question = check_question(question)
-        gen = get_generator(generator)
+        gen = self.generator(generator, options)
+        intent, preset = preset_for(question)
+        settings = preset.merged(k=k, temperature=temperature, max_tokens=max_tokens)
         applied = self.scope_for(question, scope, auto_scope)
-        hits = self.retrieve(question, k=k, filters=filters, scope=applied, retriever=retriever)
+        hits = self.retrieve(
+            question, k=settings.k, filters=filters, scope=applied, retriever=retriever
+        )
+        yield hits
         t_retrieved = time.perf_counter()
         weights = self.weights(question)
         decision = self.gate.decide(weights, hits, self._passage_terms)
@@ -164,33 +228,54 @@ class Engine:
             "retrieve": (t_retrieved - started) * 1000,
             "gate": (t_gated - t_retrieved) * 1000,
         }
+        base = Answer(
+            question=question,
+            answer=REFUSAL,
+            refused=True,
+            citations=(),
+            passages=tuple(hits),
+            gate=decision,
+            refused_by="gate",
+            generator=gen.name,
+            scope=applied,
+            intent=intent,
+        )
         if not decision.answer:
             timings["total"] = (time.perf_counter() - started) * 1000
-            return Answer(
-                question=question,
-                answer=REFUSAL,
-                refused=True,
-                citations=(),
-                passages=tuple(hits),
-                gate=decision,
-                refused_by="gate",
-                generator=gen.name,
-                scope=applied,
-                timings_ms=timings,
-            )
-        result = gen.generate(Evidence(question, weights, tuple(hits), self.passage_text))
+            yield replace(base, timings_ms=timings)
+            return
+        evidence = Evidence(
+            question, weights, tuple(hits), self.passage_text, settings=settings, intent=intent
+        )
+        result: Generation | None = None
+        error: str | None = None
+        try:
+            for piece in gen.stream(evidence):
+                if isinstance(piece, Generation):
+                    result = piece
+                else:
+                    yield piece
+        except GenerationError as exc:
+            error = exc.message
         done = time.perf_counter()
         timings["generate"] = (done - t_gated) * 1000
         timings["total"] = (done - started) * 1000
-        return Answer(
-            question=question,
+        if result is None:
+            yield replace(
+                base,
+                answer="",
+                refused=False,
+                refused_by=None,
+                timings_ms=timings,
+                error=error or f"{gen.name} returned no answer",
+            )
+            return
+        yield replace(
+            base,
             answer=REFUSAL if result.refused else result.text,
             refused=result.refused,
             citations=() if result.refused else result.citations,
-            passages=tuple(hits),
-            gate=decision,
             refused_by="generator" if result.refused else None,
-            generator=gen.name,
-            scope=applied,
+            prompt_version=result.prompt_version,
             timings_ms=timings,
         )

@@ -12,6 +12,7 @@
     │   ├── IndexVersionError     built by an incompatible groundqa version
     │   └── IndexLockedError      another build holds the index
     ├── ProbeError                a probe file is malformed or names unknown sections
+    ├── GenerationError           a generator failed: unreachable, timed out, malformed reply
     └── Interrupted               the user stopped a long job (exit 130)
 
 Every message says what is wrong and what to do about it, in one line. The CLI
@@ -101,6 +102,13 @@ class IndexLockedError(IndexError_):
 
 class ProbeError(GroundqaError):
     kind = "probe"
+
+
+class GenerationError(GroundqaError):
+    """A generator could not produce an answer. `ask` turns it into an Answer that says so
+    and still carries the retrieved passages; it never escapes as a crash."""
+
+    kind = "generation"
 
 
 class Interrupted(GroundqaError):

@@ -303,6 +303,9 @@ class Answer:
     audit: dict[str, Any] | None = None
     scope: dict[str, list[str]] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    prompt_version: str | None = None
+    intent: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -317,6 +320,9 @@ class Answer:
             "audit": self.audit,
             "scope": {k: list(v) for k, v in self.scope.items()},
             "timings_ms": dict(self.timings_ms),
+            "error": self.error,
+            "prompt_version": self.prompt_version,
+            "intent": self.intent,
         }
 
     @classmethod
@@ -332,6 +338,9 @@ class Answer:
             generator=d.get("generator", "extractive"),
             audit=d.get("audit"),
             scope={k: list(v) for k, v in d.get("scope", {}).items()},
+            error=d.get("error"),
+            prompt_version=d.get("prompt_version"),
+            intent=d.get("intent"),
             timings_ms={k: float(v) for k, v in d.get("timings_ms", {}).items()},
         )
 

@@ -14,6 +14,7 @@ covers enough of the question.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from groundqa.gate import coverage
@@ -113,6 +114,11 @@ class ExtractiveGenerator:
                 score = cov + bonus + 0.05 / (i + 1)
                 out.append(_Candidate(i, pos, sentence, cov, score))
         return out
+
+    def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
+        result = self.generate(evidence)
+        yield result.text
+        yield result
 
     def generate(self, evidence: Evidence) -> Generation:
         candidates = self._candidates(evidence)
