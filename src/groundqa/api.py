@@ -32,7 +32,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import FastAPI, HTTPException, Request
@@ -48,8 +48,9 @@ from groundqa.cache import Cache, make_cache
 from groundqa.engine import Engine
 from groundqa.errors import GroundqaError, ProbeError, UsageError
 from groundqa.evaluate import Probe, evaluate_probes
+from groundqa.generate import GeneratorOptions
 from groundqa.generate import available as available_generators
-from groundqa.models import Chunk, Hit, uri_for
+from groundqa.models import Answer, Chunk, Hit, uri_for
 from groundqa.retrieve import MAX_K, MAX_QUESTION_CHARS, RETRIEVERS
 
 FACET_KEYS = ("jurisdiction", "state", "area", "category")
@@ -86,6 +87,7 @@ class ServeSettings:
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = 65_536
     max_probes: int = 500
+    generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
 
     def __post_init__(self) -> None:
         if self.token is not None and not self.token.strip():
@@ -121,9 +123,16 @@ class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: Question = Field(description="The question, 1 to 2000 characters.")
-    k: int = Field(5, ge=1, le=MAX_K, description="Passages to retrieve.")
+    k: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_K,
+        description="Passages to retrieve; by default the preset for the question's intent.",
+    )
     retriever: Name = "bm25"
     generator: Name = "extractive"
+    temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int | None = Field(None, ge=1, le=8192, description="Longest answer in tokens.")
     filters: Facets = Field(
         default_factory=dict,
         description="Metadata that every passage must match; a list means any of its values.",
@@ -291,27 +300,70 @@ def cache_key(request: QueryRequest, fingerprint: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def answer(engine: Engine, cache: Cache, ttl: int, request: QueryRequest) -> dict[str, Any]:
+def _ask_args(request: QueryRequest, options: GeneratorOptions) -> dict[str, Any]:
+    return {
+        "k": request.k,
+        "filters": request.filters,
+        "scope": request.scope,
+        "auto_scope": request.auto_location,
+        "retriever": request.retriever,
+        "generator": request.generator,
+        "options": options,
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+    }
+
+
+def _finish(cache: Cache, key: str, ttl: int, result: dict[str, Any]) -> dict[str, Any]:
+    """Cache a finished answer (never a failed generation) and say whether the cache is on."""
+    if not result.get("error"):
+        cache.set(key, result, ttl)
+    return {**result, "cache": "off" if cache.backend == "off" else "miss"}
+
+
+def _cached(cache: Cache, key: str, request: QueryRequest) -> dict[str, Any] | None:
+    cached = cache.get(key)
+    if cached is None:
+        return None
+    # The key folds case and spacing; the answer echoes the question as this asker wrote it.
+    return {**cached, "question": request.question, "cache": "hit"}
+
+
+def answer(
+    engine: Engine, cache: Cache, ttl: int, request: QueryRequest, options: GeneratorOptions
+) -> dict[str, Any]:
     """The Answer as a dict plus `cache`: hit, miss, or off. Errors raise and are never cached."""
     key = cache_key(request, engine.fingerprint)
-    cached = cache.get(key)
+    cached = _cached(cache, key, request)
     if cached is not None:
-        # The key folds case and spacing; the answer echoes the question as this asker wrote it.
-        cached["question"] = request.question
-        cached["cache"] = "hit"
         return cached
-    result = engine.ask(
-        request.question,
-        k=request.k,
-        filters=request.filters,
-        scope=request.scope,
-        auto_scope=request.auto_location,
-        retriever=request.retriever,
-        generator=request.generator,
-    ).to_dict()
-    cache.set(key, result, ttl)
-    result["cache"] = "off" if cache.backend == "off" else "miss"
-    return result
+    result = engine.ask(request.question, **_ask_args(request, options)).to_dict()
+    return _finish(cache, key, ttl, result)
+
+
+def stream_events(
+    engine: Engine, cache: Cache, ttl: int, request: QueryRequest, options: GeneratorOptions
+) -> Iterator[str]:
+    """SSE for one question: `passages`, `answer` text pieces as the generator makes them,
+    then `done` with the whole answer. A usage error raises before the first event is
+    produced, so the caller can still answer with the error shape."""
+    key = cache_key(request, engine.fingerprint)
+    cached = _cached(cache, key, request)
+    if cached is not None:
+        return answer_events(cached["passages"], answer_pieces(cached["answer"]), lambda: cached)
+    events = engine.ask_stream(request.question, **_ask_args(request, options))
+    hits = next(events)  # validation, generator lookup and retrieval happen here
+    assert isinstance(hits, list)
+
+    def generate() -> Iterator[str]:
+        yield sse("passages", [h.to_dict() for h in hits])
+        for event in events:
+            if isinstance(event, str):
+                yield sse("answer", {"text": event})
+            elif isinstance(event, Answer):
+                yield sse("done", _finish(cache, key, ttl, event.to_dict()))
+
+    return generate()
 
 
 # ---------------------------------------------------------------- Server-Sent Events
@@ -574,7 +626,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     @app.post("/query", responses=_errors(400, 401, 413, 422, 500))
     def query(body: QueryRequest) -> dict[str, Any]:
         """Answer a question with citations, or refuse. `cache` says whether it was cached."""
-        return answer(engine, cache, settings.cache_ttl, body)
+        return answer(engine, cache, settings.cache_ttl, body, settings.generator_options)
 
     @app.post(
         "/query/stream",
@@ -589,8 +641,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     )
     def query_stream(body: QueryRequest) -> EventStreamResponse:
         """The same answer as Server-Sent Events. Bad requests fail before the stream starts."""
-        result = answer(engine, cache, settings.cache_ttl, body)
-        events = answer_events(result["passages"], answer_pieces(result["answer"]), lambda: result)
+        events = stream_events(engine, cache, settings.cache_ttl, body, settings.generator_options)
         return EventStreamResponse(events, headers={"Cache-Control": "no-cache"})
 
     @app.get("/sources/{doc_id:path}", responses=_errors(401, 404, 500))

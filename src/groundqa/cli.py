@@ -731,6 +731,18 @@ def _fmt_metric(key: str, value: float) -> str:
     help="Let pages from ORIGIN call the API from a browser; repeat for more. Off by default.",
 )
 @click.option("--access-log", is_flag=True, help="Log every request line (never the token).")
+@click.option(
+    "--generator-url",
+    default=None,
+    help="Base URL for network generators asked for in /query (else their environment variable).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1, 600),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for a network or local model generator.",
+)
 def serve(
     index_dir: str,
     host: str,
@@ -740,6 +752,8 @@ def serve(
     cache_ttl: int,
     cors_origins: tuple[str, ...],
     access_log: bool,
+    generator_url: str | None,
+    timeout: float,
 ) -> None:
     """Serve the HTTP API and the web page over one index."""
     import errno
@@ -765,7 +779,11 @@ def serve(
             f"serve needs FastAPI and uvicorn ({exc.name} is missing): pip install 'groundqa[serve]'"
         ) from None
     settings = ServeSettings(
-        token=token, cache=cache_spec, cache_ttl=cache_ttl, cors_origins=cors_origins
+        token=token,
+        cache=cache_spec,
+        cache_ttl=cache_ttl,
+        cors_origins=cors_origins,
+        generator_options=_options(generator_url, timeout),
     )
     app = create_app(engine, settings)
 

@@ -116,8 +116,11 @@ class ExtractiveGenerator:
         return out
 
     def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
+        """One piece per cited sentence (`sentence [n]`), then the Generation."""
         result = self.generate(evidence)
-        yield result.text
+        pieces = re.split(r"(?<=\]) (?=\S)", result.text) if not result.refused else [result.text]
+        for i, piece in enumerate(pieces):
+            yield piece if i == 0 else f" {piece}"
         yield result
 
     def generate(self, evidence: Evidence) -> Generation:
