@@ -37,6 +37,7 @@ from openapi_spec_validator import validate
 from groundqa._version import __version__
 from groundqa.api import FACET_KEYS, QueryRequest, ServeSettings, cache_key, create_app
 from groundqa.engine import Engine
+from groundqa.generate import available as available_generators
 from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from tests.conftest import REGPACK, REGPACK_PROBES
@@ -170,7 +171,8 @@ def test_health_describes_the_index_cache_auth_and_facets(open_url: str, engine:
         "counts": m.counts,
     }
     assert data["retrievers"] == ["bm25"]
-    assert data["generators"] == ["extractive"]
+    assert data["generators"] == available_generators()
+    assert {"extractive", "ollama", "openai", "anthropic"} <= set(data["generators"])
     assert data["embedder"] is None
     assert data["gate"]["kind"] and data["gate"]["calibrated"] is False
     assert 0 < data["gate"]["min_coverage"] < 1

@@ -98,7 +98,7 @@ def test_filter_typos_are_errors_not_empty_results(engine: Engine) -> None:
         ({"question": "trees", "retriever": "dense"}, "available: bm25"),
         (
             {"question": "trees", "generator": "gpt:x"},
-            "unknown generator 'gpt:x'; available: extractive",
+            "unknown generator 'gpt:x'; available: anthropic, extractive,",
         ),
     ],
 )

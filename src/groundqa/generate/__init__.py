@@ -132,6 +132,26 @@ def _register_builtins() -> None:
 
     register("extractive", lambda arg, options: ExtractiveGenerator())
 
+    # Model backends import their module (and its HTTP client or SDK) only when asked for.
+    def ollama(arg: str, options: GeneratorOptions) -> Generator:
+        from groundqa.generate.ollama import OllamaGenerator
+
+        return OllamaGenerator.from_spec(arg, options)
+
+    def openai(arg: str, options: GeneratorOptions) -> Generator:
+        from groundqa.generate.openai_compat import OpenAIGenerator
+
+        return OpenAIGenerator.from_spec(arg, options)
+
+    def anthropic(arg: str, options: GeneratorOptions) -> Generator:
+        from groundqa.generate.anthropic import AnthropicGenerator
+
+        return AnthropicGenerator.from_spec(arg, options)
+
+    register("ollama", ollama)
+    register("openai", openai)
+    register("anthropic", anthropic)
+
 
 _register_builtins()
 

@@ -1,0 +1,161 @@
+"""`openai:MODEL`: answers from any server that speaks the OpenAI chat completions API.
+
+That covers OpenAI itself, Azure OpenAI, vLLM, the llama.cpp server, LM Studio
+and Ollama's `/v1`. It sends `POST {base}/chat/completions` with `{"model",
+"messages", "temperature", "max_tokens", "stream"}`, the messages being the
+grounded prompt of `prompts.py`. A streamed reply is server-sent events,
+`data: {...}` lines carrying `choices[0].delta.content`, until `data: [DONE]`;
+a whole reply carries `choices[0].message.content`.
+
+The server is `GeneratorOptions.base_url`, else `OPENAI_BASE_URL`, else
+`https://api.openai.com/v1`; a local server is e.g. `http://127.0.0.1:8000/v1`
+(vLLM), `http://127.0.0.1:8080/v1` (llama.cpp), `http://127.0.0.1:1234/v1`
+(LM Studio) or `http://127.0.0.1:11434/v1` (Ollama). The key is read from
+`OPENAI_API_KEY` and sent as `Authorization: Bearer ...`; a server that needs
+none (most local ones) works without it.
+
+Azure OpenAI: set `AZURE_OPENAI_API_KEY` and it is sent as the `api-key`
+header instead (and `OPENAI_API_KEY` is not sent). Point the base URL at the
+resource's v1 endpoint, `https://RESOURCE.openai.azure.com/openai/v1`, with the
+deployment name as MODEL; a base URL with a query string (a deployment URL with
+`?api-version=...`) keeps it after `/chat/completions`.
+
+Keys come from the environment at each request and are never stored, logged or
+shown in an error. It refuses to take a reply it cannot read as a whole
+answer: an error object, a `data:` line that is not JSON, or a stream that
+stops before `[DONE]` without a finish reason is a `GenerationError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from groundqa.generate import Evidence, Generation, GeneratorOptions
+from groundqa.generate.llm import (
+    HttpCall,
+    check_base_url,
+    endpoint,
+    env_secret,
+    finish,
+    post_json,
+    post_lines,
+    refuse_without_sources,
+    require_httpx,
+    require_model,
+    server_message,
+    sse_data,
+)
+from groundqa.generate.prompts import PROMPT_VERSION, build_messages
+from groundqa.text import shorten
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def resolve_base_url(options: GeneratorOptions) -> str:
+    url = options.base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL
+    return check_base_url("openai", url)
+
+
+@dataclass
+class OpenAIGenerator:
+    model: str
+    base_url: str = DEFAULT_BASE_URL
+    timeout_s: float = 60.0
+    name: str = field(init=False)
+
+    streams = True
+
+    def __post_init__(self) -> None:
+        self.name = f"openai:{self.model}"
+        require_httpx("openai")
+
+    @classmethod
+    def from_spec(cls, model: str, options: GeneratorOptions) -> OpenAIGenerator:
+        return cls(
+            model=require_model("openai", model, "gpt-4o-mini"),
+            base_url=resolve_base_url(options),
+            timeout_s=options.timeout_s,
+        )
+
+    def _call(self) -> HttpCall:
+        url = endpoint(self.base_url, "/chat/completions")
+        azure = env_secret("AZURE_OPENAI_API_KEY")
+        openai = env_secret("OPENAI_API_KEY")
+        secrets = tuple(s for s in (azure, openai) if s)
+        if azure:
+            headers, hint = {"api-key": azure}, "check AZURE_OPENAI_API_KEY"
+        elif openai:
+            headers, hint = {"Authorization": f"Bearer {openai}"}, "check OPENAI_API_KEY"
+        else:
+            headers, hint = {}, "set OPENAI_API_KEY (or AZURE_OPENAI_API_KEY for Azure)"
+        return HttpCall("openai", url, self.timeout_s, headers, secrets, hint)
+
+    def request(self, evidence: Evidence, *, stream: bool) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "messages": build_messages(evidence),
+            "temperature": evidence.settings.temperature,
+            "max_tokens": evidence.settings.max_tokens,
+            "stream": stream,
+        }
+
+    def generate(self, evidence: Evidence) -> Generation:
+        early = refuse_without_sources(evidence, PROMPT_VERSION)
+        if early is not None:
+            return early
+        call = self._call()
+        reply = post_json(call, self.request(evidence, stream=False))
+        if isinstance(reply, dict) and "error" in reply:
+            raise call.error(f"openai reported an error: {server_message(json.dumps(reply))}")
+        try:
+            content = reply["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise call.malformed(
+                f"no choices[0].message.content in {shorten(json.dumps(reply), 80)}"
+            ) from None
+        if content is not None and not isinstance(content, str):
+            raise call.malformed("choices[0].message.content is not text")
+        return finish(content or "", evidence, PROMPT_VERSION, backend=self.name)
+
+    def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
+        early = refuse_without_sources(evidence, PROMPT_VERSION)
+        if early is not None:
+            yield early
+            return
+        call = self._call()
+        parts: list[str] = []
+        done = finished = False
+        for number, payload in sse_data(post_lines(call, self.request(evidence, stream=True))):
+            if payload == "[DONE]":
+                done = True
+                break
+            try:
+                event = json.loads(payload)
+            except ValueError:
+                raise call.malformed(
+                    f"stream line {number} is not JSON: {shorten(payload, 80)!r}"
+                ) from None
+            if not isinstance(event, dict):
+                raise call.malformed(f"stream line {number} is not a JSON object")
+            if "error" in event:
+                raise call.error(f"openai reported an error: {server_message(payload)}")
+            choices = event.get("choices")
+            if not isinstance(choices, list):
+                raise call.malformed(f"stream line {number} has no choices")
+            if not choices:  # a usage-only chunk
+                continue
+            choice = choices[0] if isinstance(choices[0], dict) else {}
+            delta = choice.get("delta") or {}
+            content = delta.get("content") if isinstance(delta, dict) else None
+            if isinstance(content, str) and content:
+                parts.append(content)
+                yield content
+            if choice.get("finish_reason"):
+                finished = True
+        if not (done or finished):
+            raise call.malformed("the stream ended before data: [DONE]")
+        yield finish("".join(parts), evidence, PROMPT_VERSION, backend=self.name)
