@@ -148,9 +148,15 @@ def _register_builtins() -> None:
 
         return AnthropicGenerator.from_spec(arg, options)
 
+    def gguf(arg: str, options: GeneratorOptions) -> Generator:
+        from groundqa.generate.gguf import GGUFGenerator
+
+        return GGUFGenerator.from_spec(arg, options)
+
     register("ollama", ollama)
     register("openai", openai)
     register("anthropic", anthropic)
+    register("gguf", gguf)
 
 
 _register_builtins()
