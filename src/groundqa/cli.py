@@ -258,10 +258,20 @@ def _print_answer(answer: Answer, *, show_passages: bool = False) -> None:
                 f"[bold][{c.n}][/] {escape(c.section)}{page}  [dim]§ {escape(c.section_id)}[/]"
             )
             out.print(f"    [dim]{escape(c.uri)}[/]")
+    if answer.audit and not answer.refused and not answer.error:
+        out.print(f"[dim]{escape(_audit_line(answer.audit))}[/]")
     if show_passages:
         out.print()
         for h in answer.passages:
             out.print(f"[dim]{h.rank:>2}. {h.score:7.3f}  {escape(h.chunk.section_id)}[/]")
+
+
+def _audit_line(audit: dict[str, Any]) -> str:
+    counts = ", ".join(f"{n} {v}" for v, n in audit.get("verdicts", {}).items() if n)
+    check = audit.get("citations", {})
+    cites = "citations ok" if check.get("ok") else f"citation problems: {check}"
+    share = audit.get("checkable_share", 0.0)
+    return f"audit: {counts or 'no claims'}; checkable share {share:.0%}; {cites}"
 
 
 def _reason(answer: Answer) -> str:

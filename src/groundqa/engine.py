@@ -15,6 +15,7 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
+from groundqa.audit import audit_answer
 from groundqa.errors import GenerationError
 from groundqa.gate import LexicalGate
 from groundqa.generate import (
@@ -242,7 +243,7 @@ class Engine:
         )
         if not decision.answer:
             timings["total"] = (time.perf_counter() - started) * 1000
-            yield replace(base, timings_ms=timings)
+            yield self._audited(replace(base, timings_ms=timings))
             return
         evidence = Evidence(
             question, weights, tuple(hits), self.passage_text, settings=settings, intent=intent
@@ -270,12 +271,25 @@ class Engine:
                 error=error or f"{gen.name} returned no answer",
             )
             return
-        yield replace(
-            base,
-            answer=REFUSAL if result.refused else result.text,
-            refused=result.refused,
-            citations=() if result.refused else result.citations,
-            refused_by="generator" if result.refused else None,
-            prompt_version=result.prompt_version,
-            timings_ms=timings,
+        yield self._audited(
+            replace(
+                base,
+                answer=REFUSAL if result.refused else result.text,
+                refused=result.refused,
+                citations=() if result.refused else result.citations,
+                refused_by="generator" if result.refused else None,
+                prompt_version=result.prompt_version,
+                timings_ms=timings,
+            )
         )
+
+    def _audited(self, answer: Answer) -> Answer:
+        """The answer with its groundedness audit (claims, verdicts, citation check) attached."""
+        t = time.perf_counter()
+        audit = audit_answer(
+            answer.answer, answer.citations, answer.passages, refused=answer.refused
+        )
+        timings = dict(answer.timings_ms)
+        timings["audit"] = (time.perf_counter() - t) * 1000
+        timings["total"] = timings.get("total", 0.0) + timings["audit"]
+        return replace(answer, audit=audit, timings_ms=timings)
