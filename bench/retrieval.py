@@ -263,7 +263,7 @@ def run() -> dict[str, Any]:
             f"Not in the top 3: "
             + (
                 "; ".join(
-                    f'{x["id"]} "{x["question"]}" (rank {x["rank"]}, top: {", ".join(x["top3"])})'
+                    f'{x["id"]} "{x["question"]}" ({f"rank {x['rank']}" if x["rank"] else "not in the top 30"}, top: {", ".join(x["top3"])})'
                     for x in nt["misses_top3"]
                 )
                 or "none"

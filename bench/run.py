@@ -8,7 +8,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import audit
 import foundation
+import generation
 import retrieval
 import serve_load
 from _common import RESULTS, ROOT
@@ -19,6 +21,8 @@ def main() -> int:
     foundation.run()
     retrieval.run()
     serve_load.run()
+    audit.run()
+    generation.run()
     total = time.perf_counter() - started
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "wall_time.txt").write_text(f"make bench wall time: {total:.1f} s\n")
