@@ -194,6 +194,10 @@ def _probe_summary(report: Any) -> dict[str, Any]:
     }
 
 
+def _rank_text(rank: int | None) -> str:
+    return f"rank {rank}" if rank else "not in the top 30 sections"
+
+
 def _fmt(v: Any) -> str:
     return f"{v:.3f}" if isinstance(v, float) else str(v)
 
@@ -263,7 +267,7 @@ def run() -> dict[str, Any]:
             f"Not in the top 3: "
             + (
                 "; ".join(
-                    f'{x["id"]} "{x["question"]}" ({f"rank {x['rank']}" if x["rank"] else "not in the top 30"}, top: {", ".join(x["top3"])})'
+                    f'{x["id"]} "{x["question"]}" ({_rank_text(x["rank"])}, top: {", ".join(x["top3"])})'
                     for x in nt["misses_top3"]
                 )
                 or "none"
