@@ -37,6 +37,7 @@ from openapi_spec_validator import validate
 from groundqa._version import __version__
 from groundqa.api import FACET_KEYS, QueryRequest, ServeSettings, cache_key, create_app
 from groundqa.engine import Engine
+from groundqa.generate import GeneratorOptions
 from groundqa.generate import available as available_generators
 from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
@@ -562,3 +563,18 @@ def test_groundqa_serve_refuses_a_busy_port_in_one_line(index: Path) -> None:
     assert lines == [
         f"error: port {port} on 127.0.0.1 is already in use; stop what holds it or pick another --port"
     ]
+
+
+def test_a_generator_that_cannot_be_reached_fails_softly(engine: Engine) -> None:
+    """A network generator that is down: 200 with `error`, the passages kept, nothing cached."""
+    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    settings = ServeSettings(generator_options=GeneratorOptions(base_url=dead, timeout_s=2))
+    with live_server(engine, settings) as base:
+        body = {"question": "What is the turbine setback from a dwelling?", "generator": "openai:m"}
+        for _ in range(2):
+            response = post(base, "/query", body)
+            assert response.status_code == 200
+            data = response.json()
+            assert "cannot reach openai" in data["error"] and data["citations"] == []
+            assert data["passages"] and data["cache"] == "miss"
+        assert httpx.get(f"{base}/health").status_code == 200
