@@ -95,7 +95,7 @@ def run() -> dict[str, object] | None:
 |---|---:|---:|---:|
 | bm25s directly (baseline) | {baseline_build:.2f} | {base_lat["p50_ms"]:.2f} | {base_lat["p95_ms"]:.2f} |
 | groundqa `Engine.retrieve` | — | {ret_lat["p50_ms"]:.2f} | {ret_lat["p95_ms"]:.2f} |
-| groundqa `Engine.ask` (retrieve + gate + extractive answer) | {ours_build:.2f} | {ask_lat["p50_ms"]:.2f} | {ask_lat["p95_ms"]:.2f} |
+| groundqa `Engine.ask` (retrieve, gate, extractive answer, audit) | {ours_build:.2f} | {ask_lat["p50_ms"]:.2f} | {ask_lat["p95_ms"]:.2f} |
 
 Ratios to the baseline: build {r["build"]}x, retrieve p50 {r["retrieve_p50"]}x, ask p50 {r["ask_p50"]}x.
 groundqa's build includes loading, validation, chunking ({g["chunks"]} chunks), hashing and the atomic
