@@ -12,7 +12,7 @@ export OMP_NUM_THREADS ?= 1
 $(BIN)/groundqa: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,plots,serve,redis]'
+	$(BIN)/pip install --quiet -e '.[dev,plots,serve,redis,anthropic]'
 	@touch $@
 
 install: $(BIN)/groundqa

@@ -3,7 +3,7 @@
 Baseline: bm25s with its own Tokenizer (Lucene English stopwords, PyStemmer
 English), BM25 with the same parameters, saved to disk, queried with
 `retrieve(k=5)`. groundqa: `ingest` (load, validate, chunk, index, write a
-sealed build) and `Engine.ask` (retrieve, gate, extractive answer) and
+sealed build) and `Engine.ask` (retrieve, gate, extractive answer, audit) and
 `Engine.retrieve` alone, over the first 100 SciFact test queries, warm (each
 query's time is the median of 5 rounds; the answer caches are cleared between
 rounds so every `ask` analyses its passages afresh).
