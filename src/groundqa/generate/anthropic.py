@@ -39,6 +39,7 @@ from groundqa.generate.llm import (
     env_secret,
     finish,
     refuse_without_sources,
+    relay,
     require_model,
     shown_url,
 )
@@ -170,25 +171,18 @@ class AnthropicGenerator:
         return finish(text, evidence, PROMPT_VERSION, backend=self.name)
 
     def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
-        early = refuse_without_sources(evidence, PROMPT_VERSION)
-        if early is not None:
-            yield early
-            return
-        call = self._call()
-        s = evidence.settings
-        parts: list[str] = []
+        return relay(evidence, lambda: self._pieces(evidence), PROMPT_VERSION, backend=self.name)
+
+    def _pieces(self, evidence: Evidence) -> Iterator[str]:
+        """The reply's text deltas from the SDK's Messages stream."""
         with (
-            self._errors(call),
+            self._errors(self._call()),
             self._client() as client,
             client.messages.stream(
                 model=self.model,
-                max_tokens=s.max_tokens,
+                max_tokens=evidence.settings.max_tokens,
                 system=SYSTEM_PROMPT,
                 messages=[{"role": "user", "content": user_message(evidence)}],
             ) as events,
         ):
-            for text in events.text_stream:
-                if text:
-                    parts.append(text)
-                    yield text
-        yield finish("".join(parts), evidence, PROMPT_VERSION, backend=self.name)
+            yield from events.text_stream

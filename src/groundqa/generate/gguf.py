@@ -22,7 +22,7 @@ from typing import Any
 
 from groundqa.errors import GenerationError, UsageError
 from groundqa.generate import Evidence, Generation, GeneratorOptions
-from groundqa.generate.llm import finish, refuse_without_sources
+from groundqa.generate.llm import finish, refuse_without_sources, relay
 from groundqa.generate.prompts import PROMPT_VERSION, build_messages
 
 GGUF_MAGIC = b"GGUF"
@@ -99,15 +99,9 @@ class GGUFGenerator:
         return finish(content, evidence, PROMPT_VERSION, backend=self.name)
 
     def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
-        early = refuse_without_sources(evidence, PROMPT_VERSION)
-        if early is not None:
-            yield early
-            return
-        parts: list[str] = []
+        return relay(evidence, lambda: self._pieces(evidence), PROMPT_VERSION, backend=self.name)
+
+    def _pieces(self, evidence: Evidence) -> Iterator[str]:
         with self._lock:
             for chunk in self._completion(evidence, stream=True):
-                piece = chunk["choices"][0].get("delta", {}).get("content")
-                if piece:
-                    parts.append(piece)
-                    yield piece
-        yield finish("".join(parts), evidence, PROMPT_VERSION, backend=self.name)
+                yield chunk["choices"][0].get("delta", {}).get("content") or ""

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -160,6 +160,30 @@ def refuse_without_sources(evidence: Evidence, prompt_version: str) -> Generatio
     if evidence.hits:
         return None
     return Generation(REFUSAL, (), True, "no passages to answer from", prompt_version)
+
+
+def relay(
+    evidence: Evidence,
+    pieces: Callable[[], Iterable[str]],
+    prompt_version: str,
+    *,
+    backend: str,
+) -> Iterator[str | Generation]:
+    """A backend's `stream`: each text piece as it arrives, then the Generation of them all.
+
+    `pieces` is only called when there are passages to answer from; with none,
+    the one item is a refusal and no model is asked.
+    """
+    early = refuse_without_sources(evidence, prompt_version)
+    if early is not None:
+        yield early
+        return
+    parts: list[str] = []
+    for piece in pieces():
+        if piece:
+            parts.append(piece)
+            yield piece
+    yield finish("".join(parts), evidence, prompt_version, backend=backend)
 
 
 # --- configuration -------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from groundqa.generate.llm import (
     post_json,
     post_lines,
     refuse_without_sources,
+    relay,
     require_httpx,
     require_model,
 )
@@ -112,13 +113,11 @@ class OllamaGenerator:
         return finish(content, evidence, PROMPT_VERSION, backend=self.name)
 
     def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
-        early = refuse_without_sources(evidence, PROMPT_VERSION)
-        if early is not None:
-            yield early
-            return
+        return relay(evidence, lambda: self._pieces(evidence), PROMPT_VERSION, backend=self.name)
+
+    def _pieces(self, evidence: Evidence) -> Iterator[str]:
+        """The reply's text as Ollama streams it (NDJSON lines until `done: true`)."""
         call = self._call()
-        parts: list[str] = []
-        done = False
         for obj in json_lines(call, post_lines(call, self.request(evidence, stream=True))):
             if isinstance(obj.get("error"), str):
                 raise call.error(f"ollama reported an error: {obj['error']}")
@@ -127,11 +126,7 @@ class OllamaGenerator:
             if message is not None and not isinstance(content, str):
                 raise call.malformed("a stream line has no message.content")
             if content:
-                parts.append(content)
                 yield content
             if obj.get("done") is True:
-                done = True
-                break
-        if not done:
-            raise call.malformed("the stream ended before done: true")
-        yield finish("".join(parts), evidence, PROMPT_VERSION, backend=self.name)
+                return
+        raise call.malformed("the stream ended before done: true")

@@ -44,6 +44,7 @@ from groundqa.generate.llm import (
     post_json,
     post_lines,
     refuse_without_sources,
+    relay,
     require_httpx,
     require_model,
     server_message,
@@ -122,17 +123,15 @@ class OpenAIGenerator:
         return finish(content or "", evidence, PROMPT_VERSION, backend=self.name)
 
     def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
-        early = refuse_without_sources(evidence, PROMPT_VERSION)
-        if early is not None:
-            yield early
-            return
+        return relay(evidence, lambda: self._pieces(evidence), PROMPT_VERSION, backend=self.name)
+
+    def _pieces(self, evidence: Evidence) -> Iterator[str]:
+        """The reply's text as an OpenAI-compatible server streams it (SSE until `[DONE]`)."""
         call = self._call()
-        parts: list[str] = []
-        done = finished = False
+        finished = False
         for number, payload in sse_data(post_lines(call, self.request(evidence, stream=True))):
             if payload == "[DONE]":
-                done = True
-                break
+                return
             try:
                 event = json.loads(payload)
             except ValueError:
@@ -152,10 +151,8 @@ class OpenAIGenerator:
             delta = choice.get("delta") or {}
             content = delta.get("content") if isinstance(delta, dict) else None
             if isinstance(content, str) and content:
-                parts.append(content)
                 yield content
             if choice.get("finish_reason"):
                 finished = True
-        if not (done or finished):
+        if not finished:
             raise call.malformed("the stream ended before data: [DONE]")
-        yield finish("".join(parts), evidence, PROMPT_VERSION, backend=self.name)
