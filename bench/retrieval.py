@@ -108,6 +108,69 @@ def natech() -> dict[str, Any] | None:
     }
 
 
+def _obliqa_dev(folder: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+    """ObliQA dev questions and their gold passages as BEIR-style queries and qrels."""
+    dev = json.loads((folder / "ObliQA_dev.json").read_text(encoding="utf-8"))
+    queries = {q["QuestionID"]: q["Question"] for q in dev}
+    qrels = {
+        q["QuestionID"]: {f"{p['DocumentID']}:{p['PassageID']}": 1 for p in q["Passages"]}
+        for q in dev
+    }
+    return queries, qrels
+
+
+def heading_weight() -> dict[str, Any] | None:
+    """The breadcrumb field at weight 0 and 1, on the corpora that set its per-format default.
+
+    SciFact is scored on its train split, so this choice is not made on the test queries.
+    """
+    natech_csv = shared_path("corpora", "natech", "guidance.csv")
+    natech_probes = shared_path("corpora", "natech", "probes.json")
+    scifact_dir = shared_path("bench", "scifact")
+    obliqa_dir = shared_path("bench", "obliqa")
+    if not (natech_csv and natech_probes and scifact_dir and obliqa_dir):
+        return None
+    import seeds
+    from groundqa.engine import Engine
+    from groundqa.evaluate import evaluate_probes
+    from groundqa.evaluate.beir import load_beir_set, retrieve_run, score_run
+    from groundqa.index.lexical import BM25Settings
+    from groundqa.ingestion import ingest
+
+    train = load_beir_set(scifact_dir, "train")
+    ob_queries, ob_qrels = _obliqa_dev(obliqa_dir)
+    probes = seeds.natech_probes(natech_probes)
+    rows: dict[str, dict[str, float]] = {}
+    for weight in (0.0, 1.0):
+        bm25 = BM25Settings(heading_weight=weight)
+        tag = f"hw{weight:g}"
+        ingest([natech_csv], WORK / tag / "natech", bm25=bm25)
+        natech_report = evaluate_probes(Engine.open(WORK / tag / "natech"), probes, ks=(3,))
+        ingest([train.corpus], WORK / tag / "scifact", fmt="beir", bm25=bm25)
+        sf = score_run(
+            retrieve_run(Engine.open(WORK / tag / "scifact"), train.queries, depth=10),
+            train.qrels,
+            ks=(10,),
+        )
+        ingest(
+            [obliqa_dir / "StructuredRegulatoryDocuments"],
+            WORK / tag / "obliqa",
+            fmt="obliqa",
+            bm25=bm25,
+        )
+        ob = score_run(
+            retrieve_run(Engine.open(WORK / tag / "obliqa"), ob_queries, depth=10),
+            ob_qrels,
+            ks=(10,),
+        )
+        rows[f"{weight:g}"] = {
+            "natech hit@3": round(natech_report.metrics["hit@3"], 4),
+            "SciFact train nDCG@10": round(sf["ndcg@10"], 4),
+            "ObliQA dev nDCG@10": round(ob["ndcg@10"], 4),
+        }
+    return rows
+
+
 def obliqa() -> dict[str, Any] | None:
     folder = shared_path("bench", "obliqa")
     if folder is None:
@@ -116,12 +179,7 @@ def obliqa() -> dict[str, Any] | None:
     from groundqa.evaluate.beir import retrieve_run, score_run
     from groundqa.ingestion import ingest
 
-    dev = json.loads((folder / "ObliQA_dev.json").read_text(encoding="utf-8"))
-    queries = {q["QuestionID"]: q["Question"] for q in dev}
-    qrels = {
-        q["QuestionID"]: {f"{p['DocumentID']}:{p['PassageID']}": 1 for p in q["Passages"]}
-        for q in dev
-    }
+    queries, qrels = _obliqa_dev(folder)
     index = WORK / "obliqa"
     t = time.perf_counter()
     ingest([folder / "StructuredRegulatoryDocuments"], index, fmt="obliqa")
@@ -213,6 +271,7 @@ def run() -> dict[str, Any]:
         ("obliqa", obliqa),
         ("city_guides", city_guides),
         ("regpack", regpack),
+        ("heading_weight", heading_weight),
     )
     for name, fn in parts:
         t = time.perf_counter()
@@ -282,6 +341,20 @@ def run() -> dict[str, Any]:
             f"recall@10 {ob['recall@10']:.4f}, MAP@10 {ob['map@10']:.4f}, MRR@10 {ob['mrr@10']:.4f}, nDCG@10 {ob['ndcg@10']:.4f}.",
             "",
         ]
+    hw = data["heading_weight"]
+    if hw:
+        keys = list(hw["0"])
+        md += [
+            "**The breadcrumb field** (title and section path, added to the body score) at "
+            "weight 0 and 1; the default is 1 for Markdown and CSV and 0 for BEIR and ObliQA "
+            "(`ingestion.default_bm25`):",
+            "",
+            "| heading weight | " + " | ".join(keys) + " |",
+            "|---|" + "---:|" * len(keys),
+        ]
+        for w, row in hw.items():
+            md.append(f"| {w} | " + " | ".join(f"{row[k]:.4f}" for k in keys) + " |")
+        md.append("")
     probe_sets = {**(data["city_guides"] or {}), **data["regpack"]}
     if probe_sets:
         keys = [
