@@ -13,6 +13,7 @@
     │   └── IndexLockedError      another build holds the index
     ├── ProbeError                a probe file is malformed or names unknown sections
     ├── GenerationError           a generator failed: unreachable, timed out, malformed reply
+    ├── EmbeddingError            an embedder failed, or its vectors do not fit the index
     └── Interrupted               the user stopped a long job (exit 130)
 
 Every message says what is wrong and what to do about it, in one line. The CLI
@@ -109,6 +110,13 @@ class GenerationError(GroundqaError):
     and still carries the retrieved passages; it never escapes as a crash."""
 
     kind = "generation"
+
+
+class EmbeddingError(GroundqaError):
+    """An embedder could not embed (unreachable, malformed reply), or its vectors do not fit
+    the index (another model, another dimension). Retrieval cannot go on without it."""
+
+    kind = "embedding"
 
 
 class Interrupted(GroundqaError):

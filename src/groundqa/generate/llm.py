@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from groundqa.errors import GenerationError, UsageError
+from groundqa.errors import GenerationError, GroundqaError, UsageError
 from groundqa.generate import Evidence, Generation, cite
 from groundqa.models import REFUSAL, Citation
 from groundqa.text import shorten, split_sentences
@@ -247,6 +247,8 @@ class HttpCall:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     secrets: tuple[str, ...] = field(default=(), repr=False)
     auth_hint: str = ""
+    # Generators fail with GenerationError; embedders and rerankers pass their own.
+    error_type: type[GroundqaError] = GenerationError
 
     def scrub(self, message: str) -> str:
         for secret in self.secrets:
@@ -254,21 +256,21 @@ class HttpCall:
                 message = message.replace(secret, "***")
         return message
 
-    def error(self, message: str) -> GenerationError:
-        return GenerationError(self.scrub(" ".join(message.split())))
+    def error(self, message: str) -> GroundqaError:
+        return self.error_type(self.scrub(" ".join(message.split())))
 
-    def malformed(self, detail: str) -> GenerationError:
+    def malformed(self, detail: str) -> GroundqaError:
         return self.error(f"{self.backend} sent a malformed reply: {detail}")
 
-    def timed_out(self) -> GenerationError:
+    def timed_out(self) -> GroundqaError:
         return self.error(
             f"{self.backend} timed out after {self.timeout_s:g} s at {shown_url(self.url)}"
         )
 
-    def unreachable(self) -> GenerationError:
+    def unreachable(self) -> GroundqaError:
         return self.error(f"cannot reach {self.backend} at {shown_url(self.url)}; is it running?")
 
-    def status_error(self, status: int, body: str, reason: str = "") -> GenerationError:
+    def status_error(self, status: int, body: str, reason: str = "") -> GroundqaError:
         message = server_message(body) or reason or "no error message"
         hint = f"; {self.auth_hint}" if status in (401, 403) and self.auth_hint else ""
         return self.error(
