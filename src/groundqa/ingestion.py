@@ -17,10 +17,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from groundqa.acronyms import mine_acronyms
 from groundqa.chunking import ChunkerSettings, chunk_documents
+from groundqa.embed import EmbedderOptions, get_embedder
 from groundqa.errors import EmptyCorpusError, GroundqaError, Interrupted, ValidationBlocked
 from groundqa.gate import LexicalGate
-from groundqa.index import BM25_DIR, BM25Settings, LexicalIndex, Manifest, write_chunks
+from groundqa.index import (
+    BM25_DIR,
+    BM25Settings,
+    LexicalIndex,
+    Manifest,
+    write_acronyms,
+    write_chunks,
+)
+from groundqa.index.dense import DenseSettings, VectorIndex, describe
 from groundqa.index.store import build_lock, current_build, new_build_id, read_manifest, write_build
 from groundqa.loaders import load
 from groundqa.models import Document, Finding
@@ -82,6 +92,8 @@ class IngestReport:
 # and an ObliQA breadcrumb is the chapter path shared by dozens of clauses. Boosting
 # them costs nDCG@10 while section headings gain; `bench/retrieval.py` measures both
 # weights on natech, SciFact train and ObliQA dev (the "breadcrumb field" table).
+DEFAULT_DENSE = DenseSettings()
+
 NO_HEADING_BOOST = frozenset({"beir", "obliqa"})
 
 
@@ -119,16 +131,24 @@ def ingest(
     columns: Mapping[str, str] | None = None,
     chunker: ChunkerSettings | None = None,
     bm25: BM25Settings | None = None,
+    dense: DenseSettings | None = DEFAULT_DENSE,
+    embedder_options: EmbedderOptions | None = None,
     force: bool = False,
     reporter: Reporter | None = None,
 ) -> IngestReport:
-    """Build (or confirm up to date) the index for `sources` at `index_dir`."""
+    """Build (or confirm up to date) the index for `sources` at `index_dir`.
+
+    `dense=None` builds a BM25-only index (no embedding model needed). The
+    embedder is loaded first, so a wrong model name fails before the corpus
+    is read; a remote embedder that fails mid-build leaves the previous index current.
+    """
     chunker = chunker or ChunkerSettings()
     reporter = reporter or NullReporter()
     index_path = Path(index_dir)
     started = time.perf_counter()
     timings: dict[str, float] = {}
     try:
+        embedder = None if dense is None else get_embedder(dense.embedder, embedder_options)
         reporter.stage("loading")
         loaded = load(sources, fmt=fmt, columns=columns)
         timings["load"] = time.perf_counter() - started
@@ -149,6 +169,11 @@ def ingest(
             "chunker": chunker.to_dict(),
             "lexical": bm25.to_dict(),
             "analyzer": analyzer.name,
+            "dense": (
+                None
+                if dense is None or embedder is None
+                else {**dense.to_dict(), "model_id": embedder.model_id}
+            ),
         }
         fingerprint = corpus_fingerprint(documents)
         build_fingerprint = _settings_fingerprint({"corpus": fingerprint, **settings})
@@ -185,7 +210,16 @@ def ingest(
                 lexical.save(tmp / BM25_DIR)
                 reporter.advance(len(chunks))
                 write_chunks(tmp, chunks)
+                write_acronyms(tmp, mine_acronyms(c.text for c in chunks))
                 timings["index"] = time.perf_counter() - t_index
+                dense_entry: dict[str, Any] = {}
+                if dense is not None and embedder is not None:
+                    t_embed = time.perf_counter()
+                    reporter.stage(f"embedding ({embedder.name})", total=len(chunks))
+                    vectors = embedder.embed([c.index_text() for c in chunks], reporter.advance)
+                    VectorIndex.build(vectors, dense).save(tmp)
+                    dense_entry = describe(embedder, int(vectors.shape[1]), dense)
+                    timings["embed"] = time.perf_counter() - t_embed
                 return Manifest(
                     build_id=new_build_id(),
                     created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -199,6 +233,7 @@ def ingest(
                     lexical=settings["lexical"],
                     analyzer=analyzer.name,
                     gate=LexicalGate().to_dict(),
+                    dense=dense_entry,
                     counts=counts,
                     findings={k: int(v) for k, v in severity_counts.items()},
                 )

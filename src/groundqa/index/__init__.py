@@ -1,4 +1,4 @@
-"""Persisted indexes: the chunk store and the BM25 index of one complete build.
+"""Persisted indexes: the chunk store, the BM25 index and the vectors of one complete build.
 
 `write_index` turns chunks into a sealed build (see `store` for the atomic swap);
 `load_index` opens the current build after checking its manifest against its files.
@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from groundqa.errors import IndexCorruptError
+from groundqa.index.dense import DenseSettings, VectorIndex
 from groundqa.index.lexical import BM25Settings, LexicalIndex, top_k
 from groundqa.index.store import (
     Manifest,
@@ -26,21 +27,43 @@ from groundqa.text import Analyzer
 
 __all__ = [
     "BM25Settings",
+    "DenseSettings",
     "LexicalIndex",
     "LoadedIndex",
     "Manifest",
+    "VectorIndex",
     "build_lock",
     "current_build",
     "load_index",
     "new_build_id",
+    "read_acronyms",
     "read_manifest",
     "top_k",
+    "write_acronyms",
     "write_build",
     "write_chunks",
 ]
 
 CHUNKS = "chunks.jsonl"
 BM25_DIR = "bm25"
+ACRONYMS = "acronyms.json"
+
+
+def write_acronyms(directory: Path, acronyms: dict[str, str]) -> None:
+    (directory / ACRONYMS).write_text(
+        json.dumps(acronyms, ensure_ascii=False, indent=1, sort_keys=True), "utf-8"
+    )
+
+
+def read_acronyms(directory: Path) -> dict[str, str]:
+    path = directory / ACRONYMS
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except ValueError as exc:
+        raise IndexCorruptError(f"{path} is unreadable ({exc}); rebuild the index") from None
+    return {str(k): str(v) for k, v in data.items()}
 
 
 def write_chunks(directory: Path, chunks: Sequence[Chunk]) -> None:
@@ -72,6 +95,8 @@ class LoadedIndex:
     manifest: Manifest
     chunks: list[Chunk]
     lexical: LexicalIndex
+    vectors: VectorIndex | None = None
+    acronyms: dict[str, str] = field(default_factory=dict)
 
 
 def load_index(index_dir: Path, analyzer: Analyzer | None = None) -> LoadedIndex:
@@ -88,4 +113,14 @@ def load_index(index_dir: Path, analyzer: Analyzer | None = None) -> LoadedIndex
             f"{index_dir}: {len(chunks)} chunks stored, {lexical.num_docs} indexed, "
             f"{manifest.counts.get('chunks')} in the manifest; rebuild the index"
         )
-    return LoadedIndex(index_dir, build_dir, manifest, chunks, lexical)
+    vectors = None
+    if manifest.dense:
+        vectors = VectorIndex.load(build_dir, int(manifest.dense.get("ef_search", 128)))
+        if len(vectors) != len(chunks) or vectors.dim != manifest.dense.get("dim"):
+            raise IndexCorruptError(
+                f"{index_dir}: {len(vectors)} vectors of {vectors.dim} dimensions for "
+                f"{len(chunks)} chunks; rebuild the index"
+            )
+    return LoadedIndex(
+        index_dir, build_dir, manifest, chunks, lexical, vectors, read_acronyms(build_dir)
+    )

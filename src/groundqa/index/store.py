@@ -61,6 +61,7 @@ class Manifest:
     counts: dict[str, int]
     findings: dict[str, int] = field(default_factory=dict)
     gate: dict[str, Any] = field(default_factory=dict)
+    dense: dict[str, Any] = field(default_factory=dict)  # empty: no vectors in this build
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
     groundqa_version: str = __version__
@@ -83,6 +84,7 @@ class Manifest:
             "lexical": self.lexical,
             "analyzer": self.analyzer,
             "gate": self.gate,
+            "dense": self.dense,
             "counts": self.counts,
             "findings": self.findings,
             "files": self.files,
@@ -101,6 +103,7 @@ class Manifest:
             lexical=dict(d["lexical"]),
             analyzer=str(d["analyzer"]),
             gate=dict(d.get("gate", {})),
+            dense=dict(d.get("dense", {})),
             counts={k: int(v) for k, v in d["counts"].items()},
             findings={k: int(v) for k, v in d.get("findings", {}).items()},
             files=dict(d.get("files", {})),

@@ -1,0 +1,148 @@
+"""The vector index: one unit-norm float32 row per chunk, searched by cosine.
+
+Exact search (one matrix-vector product) is the default and the reference:
+on a laptop it answers in well under a millisecond for tens of thousands of
+chunks. Past `DenseSettings.ann_threshold` chunks, a build also writes a faiss
+HNSW graph (the `ann` extra) and unfiltered queries walk it instead;
+`bench/retrieval.py` reports its recall@10 against exact search. A filtered
+query always searches the allowed rows exactly, so a filter can never starve
+the result list.
+
+The manifest's `dense` entry records the embedder spec, its `model_id` and the
+dimension; `check_embedder` refuses a query embedder that differs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from groundqa.embed import Embedder, Matrix
+from groundqa.errors import EmbeddingError, IndexCorruptError, UsageError
+
+VECTORS = "vectors.npy"
+HNSW = "hnsw.faiss"
+
+
+@dataclass(frozen=True)
+class DenseSettings:
+    """How chunks are embedded and searched."""
+
+    embedder: str = "minilm"
+    ann_threshold: int = 100_000  # chunks; below it search is exact
+    hnsw_m: int = 32
+    ef_construction: int = 200
+    ef_search: int = 128
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _faiss() -> Any:
+    try:
+        import faiss
+    except ImportError:
+        raise UsageError(
+            "an approximate vector index needs faiss-cpu; install groundqa[ann], "
+            "or raise --ann-threshold to keep exact search"
+        ) from None
+    return faiss
+
+
+class VectorIndex:
+    """Chunk vectors, with an optional HNSW graph over them."""
+
+    def __init__(self, vectors: Matrix, ann: Any = None, ef_search: int = 128) -> None:
+        self.vectors = vectors
+        self.ann = ann
+        if ann is not None:
+            ann.hnsw.efSearch = ef_search
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    def __len__(self) -> int:
+        return int(self.vectors.shape[0])
+
+    @classmethod
+    def build(cls, vectors: Matrix, settings: DenseSettings) -> VectorIndex:
+        ann = None
+        if len(vectors) >= settings.ann_threshold:
+            faiss = _faiss()
+            ann = faiss.IndexHNSWFlat(vectors.shape[1], settings.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+            ann.hnsw.efConstruction = settings.ef_construction
+            ann.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        return cls(vectors, ann, settings.ef_search)
+
+    def save(self, directory: Path) -> None:
+        np.save(directory / VECTORS, np.ascontiguousarray(self.vectors, dtype=np.float32))
+        if self.ann is not None:
+            _faiss().write_index(self.ann, str(directory / HNSW))
+
+    @classmethod
+    def load(cls, directory: Path, ef_search: int = 128) -> VectorIndex:
+        try:
+            vectors = np.load(directory / VECTORS, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise IndexCorruptError(
+                f"{directory / VECTORS} is unreadable ({exc}); rebuild the index"
+            ) from None
+        if vectors.ndim != 2 or vectors.dtype != np.float32:
+            raise IndexCorruptError(f"{directory / VECTORS} is not a float32 matrix; rebuild")
+        ann = None
+        if (directory / HNSW).is_file():
+            ann = _faiss().read_index(str(directory / HNSW))
+        return cls(vectors, ann, ef_search)
+
+    def scores(self, query: Matrix) -> npt.NDArray[np.float32]:
+        """Cosine similarity of the query with every chunk (exact)."""
+        out: npt.NDArray[np.float32] = self.vectors @ query.reshape(-1)
+        return out
+
+    def search(
+        self,
+        query: Matrix,
+        k: int,
+        allowed: npt.NDArray[np.bool_] | None = None,
+        *,
+        exact: bool = False,
+    ) -> list[tuple[int, float]]:
+        """Row indices and cosines of the k nearest chunks, best first, ties by index."""
+        if k <= 0 or len(self) == 0:
+            return []
+        if self.ann is not None and allowed is None and not exact:
+            found, ids = self.ann.search(query.reshape(1, -1).astype(np.float32), k)
+            return [(int(i), float(s)) for s, i in zip(found[0], ids[0], strict=True) if i >= 0]
+        rows = np.arange(len(self)) if allowed is None else np.flatnonzero(allowed)
+        if rows.size == 0:
+            return []
+        scores = self.vectors[rows] @ query.reshape(-1)
+        if rows.size > k:
+            part = np.argpartition(-scores, k - 1)[:k]
+            rows, scores = rows[part], scores[part]
+        order = np.lexsort((rows, -scores))
+        return [(int(rows[i]), float(scores[i])) for i in order]
+
+
+def describe(embedder: Embedder, dim: int, settings: DenseSettings) -> dict[str, Any]:
+    """The manifest's `dense` entry."""
+    return {**settings.to_dict(), "model_id": embedder.model_id, "dim": dim}
+
+
+def check_embedder(dense: dict[str, Any], embedder: Embedder, query: Matrix) -> None:
+    """Refuse a query vector the index's vectors cannot be compared with."""
+    if embedder.model_id != dense.get("model_id"):
+        raise EmbeddingError(
+            f"this index was embedded with {dense.get('model_id')!r}, the query with "
+            f"{embedder.model_id!r}; query with the same embedder or rebuild the index"
+        )
+    if query.shape[-1] != dense.get("dim"):
+        raise EmbeddingError(
+            f"the query vector has {query.shape[-1]} dimensions, the index {dense.get('dim')}; "
+            "rebuild the index with this embedder"
+        )
