@@ -171,10 +171,15 @@ def test_health_describes_the_index_cache_auth_and_facets(open_url: str, engine:
         "created_at": m.created_at,
         "counts": m.counts,
     }
-    assert data["retrievers"] == ["bm25"]
+    assert data["retrievers"] == ["bm25", "dense", "hybrid"]
+    assert data["default_retriever"] == "hybrid"
+    assert data["embedder"] == {
+        "embedder": "minilm",
+        "model_id": "all-MiniLM-L6-v2/onnx-int8",
+        "dim": 384,
+    }
     assert data["generators"] == available_generators()
     assert {"extractive", "ollama", "openai", "anthropic"} <= set(data["generators"])
-    assert data["embedder"] is None
     assert data["gate"]["kind"] and data["gate"]["calibrated"] is False
     assert 0 < data["gate"]["min_coverage"] < 1
     assert set(data["cache"]) == {"backend", "ok", "detail"}

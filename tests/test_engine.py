@@ -95,7 +95,8 @@ def test_filter_typos_are_errors_not_empty_results(engine: Engine) -> None:
         ({"question": "x" * 2001}, "limit is 2000"),
         ({"question": "trees", "k": 0}, "k must be between"),
         ({"question": "trees", "k": 10_000}, "k must be between"),
-        ({"question": "trees", "retriever": "dense"}, "available: bm25"),
+        ({"question": "trees", "retriever": "splade"}, "unknown retriever 'splade'"),
+        ({"question": "trees", "retriever": "hybrid+cap=0"}, "cap must be at least 1"),
         (
             {"question": "trees", "generator": "gpt:x"},
             "unknown generator 'gpt:x'; available: anthropic, extractive,",

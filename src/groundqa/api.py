@@ -51,7 +51,7 @@ from groundqa.evaluate import Probe, evaluate_probes
 from groundqa.generate import GeneratorOptions
 from groundqa.generate import available as available_generators
 from groundqa.models import Answer, Chunk, Hit, uri_for
-from groundqa.retrieve import MAX_K, MAX_QUESTION_CHARS, RETRIEVERS
+from groundqa.retrieve import MAX_K, MAX_QUESTION_CHARS
 
 FACET_KEYS = ("jurisdiction", "state", "area", "category")
 MAX_FILTER_KEYS = 20
@@ -129,7 +129,11 @@ class QueryRequest(BaseModel):
         le=MAX_K,
         description="Passages to retrieve; by default the preset for the question's intent.",
     )
-    retriever: Name = "bm25"
+    retriever: Name | None = Field(
+        None,
+        description="bm25, dense or hybrid, with options (e.g. hybrid+cap=2); "
+        "by default hybrid where the index has vectors, else bm25.",
+    )
     generator: Name = "extractive"
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature.")
     max_tokens: int | None = Field(None, ge=1, le=8192, description="Longest answer in tokens.")
@@ -155,7 +159,7 @@ class EvalRequest(BaseModel):
     k: list[Annotated[int, Field(ge=1, le=MAX_K)]] = Field(
         default_factory=lambda: [1, 3, 5, 10], min_length=1, max_length=20
     )
-    retriever: Name = "bm25"
+    retriever: Name | None = None
 
 
 class ErrorDetail(BaseModel):
@@ -614,9 +618,12 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
                 "created_at": m.created_at,
                 "counts": dict(m.counts),
             },
-            "retrievers": list(RETRIEVERS),
+            "retrievers": list(engine.retrievers),
+            "default_retriever": engine.default_retriever,
             "generators": available_generators(),
-            "embedder": None,
+            "embedder": (
+                {k: m.dense[k] for k in ("embedder", "model_id", "dim")} if m.dense else None
+            ),
             "gate": dict(m.gate),
             "cache": cache.status(),
             "auth": {"required": settings.token is not None},

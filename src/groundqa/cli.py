@@ -191,7 +191,29 @@ def validate(sources: tuple[str, ...], fmt: str, columns: tuple[str, ...], as_js
 @click.option(
     "--no-dense",
     is_flag=True,
-    help="Build the lexical (BM25) index only. This version builds no dense vectors.",
+    help="Build the lexical (BM25) index only: no embedding model, bm25 retrieval.",
+)
+@click.option(
+    "--embedder",
+    default="minilm",
+    show_default=True,
+    help="Embedding model: minilm[:onnx-int8|:fp32] (offline), ollama:MODEL, openai:MODEL.",
+)
+@click.option(
+    "--embedder-url", default=None, help="Base URL of an ollama: or openai: embedding server."
+)
+@click.option(
+    "--threads",
+    default=None,
+    type=click.IntRange(1, 64),
+    help="Threads for the local embedding model (default: the CPU count, at most 4).",
+)
+@click.option(
+    "--ann-threshold",
+    default=100_000,
+    show_default=True,
+    type=click.IntRange(1),
+    help="From this many chunks on, also build an HNSW graph (needs groundqa[ann]).",
 )
 @click.option(
     "--max-chars",
@@ -208,12 +230,18 @@ def ingest(
     fmt: str,
     columns: tuple[str, ...],
     no_dense: bool,
+    embedder: str,
+    embedder_url: str | None,
+    threads: int | None,
+    ann_threshold: int,
     max_chars: int,
     force: bool,
     as_json: bool,
 ) -> None:
     """Validate, chunk and index SOURCES into an index directory (atomically)."""
     from groundqa.chunking import ChunkerSettings
+    from groundqa.embed import EmbedderOptions
+    from groundqa.index.dense import DenseSettings
     from groundqa.ingestion import ingest as run_ingest
 
     with _progress(not as_json) as reporter:
@@ -223,6 +251,8 @@ def ingest(
             fmt=fmt,
             columns=_parse_pairs(columns, "--columns") or None,
             chunker=ChunkerSettings(max_chars=max_chars),
+            dense=None if no_dense else DenseSettings(embedder, ann_threshold=ann_threshold),
+            embedder_options=EmbedderOptions(base_url=embedder_url, threads=threads),
             force=force,
             reporter=reporter,
         )
@@ -318,6 +348,26 @@ def _with_generator_options(f: F) -> F:
     return f
 
 
+def _retriever_option(f: Any) -> Any:
+    f = click.option(
+        "--embedder-url",
+        default=None,
+        help="Base URL of the index's ollama: or openai: embedding server, if not the default.",
+    )(f)
+    return click.option(
+        "--retriever",
+        default=None,
+        help="bm25, dense or hybrid, with options such as hybrid+weighted or bm25+cap=2 "
+        "(see README); default: hybrid where the index has vectors, else bm25.",
+    )(f)
+
+
+def _embedder_options(url: str | None) -> Any:
+    from groundqa.embed import EmbedderOptions
+
+    return EmbedderOptions(base_url=url)
+
+
 def _options(generator_url: str | None, timeout: float) -> Any:
     from groundqa.generate import GeneratorOptions
 
@@ -334,9 +384,7 @@ def _options(generator_url: str | None, timeout: float) -> Any:
     type=int,
     help="Passages to retrieve (default: the preset for the question's intent).",
 )
-@click.option(
-    "--retriever", default="bm25", show_default=True, help="bm25 (dense and hybrid come later)."
-)
+@_retriever_option
 @click.option(
     "--filter",
     "filters",
@@ -356,7 +404,8 @@ def ask(
     question: str,
     index_dir: str,
     k: int | None,
-    retriever: str,
+    retriever: str | None,
+    embedder_url: str | None,
     filters: tuple[str, ...],
     auto_location: bool,
     generator: str,
@@ -370,7 +419,7 @@ def ask(
     """Answer QUESTION from the index, with citations, or refuse."""
     from groundqa.engine import Engine
 
-    engine = Engine.open(index_dir)
+    engine = Engine.open(index_dir, _embedder_options(embedder_url))
     answer = engine.ask(
         question,
         k=k,
@@ -569,7 +618,12 @@ def _parse_ks(value: str) -> list[int]:
     help="BEIR folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv.",
 )
 @click.option("--split", default="test", show_default=True, help="BEIR qrels split.")
-@click.option("--retrievers", default="bm25", show_default=True)
+@click.option(
+    "--retrievers",
+    default=None,
+    help="Comma-separated retrievers to compare, e.g. bm25,dense,hybrid,hybrid+weighted "
+    "(default: every method the index serves; bm25,dense,hybrid for --beir).",
+)
 @click.option(
     "--k",
     "k_values",
@@ -594,19 +648,20 @@ def evaluate(
     probes_path: str | None,
     beir_dir: str | None,
     split: str,
-    retrievers: str,
+    retrievers: str | None,
     k_values: str,
     run_file: str | None,
     report_dir: str | None,
     as_json: bool,
 ) -> None:
     """Measure retrieval, refusals and answers on a probe set or a BEIR benchmark."""
-    from groundqa.retrieve import check_retriever
+    from groundqa.retrieve import parse_plan
 
-    names = [check_retriever(r.strip()) for r in retrievers.split(",") if r.strip()]
+    names = [parse_plan(r).spec for r in (retrievers or "").split(",") if r.strip()]
     if beir_dir and probes_path:
         raise UsageError("give --probes (with --index) or --beir, not both")
     if beir_dir:
+        names = names or ["bm25", "dense", "hybrid"]
         _eval_beir(beir_dir, split, index_dir, names, run_file, report_dir, as_json)
     elif probes_path and index_dir:
         _eval_probes(index_dir, probes_path, names, _parse_ks(k_values), report_dir, as_json)
@@ -659,6 +714,7 @@ def _eval_probes(
 
     probes = load_probes(probes_path)
     engine = Engine.open(index_dir)
+    names = names or list(engine.retrievers)
     reports = [evaluate_probes(engine, probes, ks=ks, retriever=name) for name in names]
     if report_dir:
         from groundqa.evaluate.report import write_probe_report

@@ -15,8 +15,14 @@ from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
+from groundqa.acronyms import expand_query
 from groundqa.audit import audit_answer
-from groundqa.errors import GenerationError
+from groundqa.embed import Embedder, EmbedderOptions, Matrix, get_embedder
+from groundqa.errors import GenerationError, UsageError
+from groundqa.fusion import cap_per_group, mmr
 from groundqa.gate import LexicalGate
 from groundqa.generate import (
     Evidence,
@@ -26,15 +32,19 @@ from groundqa.generate import (
     get_generator,
 )
 from groundqa.generate.presets import preset_for
-from groundqa.index import LoadedIndex, load_index
+from groundqa.index import LoadedIndex, load_index, top_k
+from groundqa.index.dense import check_embedder
 from groundqa.index.store import Manifest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.retrieve import (
+    PLACE_BOOST,
+    POOL,
     FacetIndex,
+    Plan,
     check_k,
     check_question,
     check_retriever,
-    lexical_search,
+    parse_plan,
 )
 from groundqa.text import Analyzer, PassageTerms
 
@@ -45,9 +55,16 @@ Scope = Mapping[str, str | Sequence[str]]
 class Engine:
     """Answers questions from one index directory. Safe to share between threads for reads."""
 
-    def __init__(self, loaded: LoadedIndex, analyzer: Analyzer) -> None:
+    def __init__(
+        self,
+        loaded: LoadedIndex,
+        analyzer: Analyzer,
+        embedder_options: EmbedderOptions | None = None,
+    ) -> None:
         self._loaded = loaded
         self.analyzer = analyzer
+        self.embedder_options = embedder_options or EmbedderOptions()
+        self._embedder: Embedder | None = None
         gate = loaded.manifest.gate
         self.gate = LexicalGate(
             min_coverage=float(gate.get("min_coverage", LexicalGate.min_coverage)),
@@ -57,9 +74,39 @@ class Engine:
         self._generators: dict[tuple[str, GeneratorOptions], Generator] = {}
 
     @classmethod
-    def open(cls, index_dir: str | Path) -> Engine:
+    def open(cls, index_dir: str | Path, embedder_options: EmbedderOptions | None = None) -> Engine:
+        """Open the current build; `embedder_options` reach a remote query embedder."""
         analyzer = Analyzer()
-        return cls(load_index(Path(index_dir), analyzer), analyzer)
+        return cls(load_index(Path(index_dir), analyzer), analyzer, embedder_options)
+
+    @property
+    def retrievers(self) -> tuple[str, ...]:
+        """The retrieval methods this index can serve."""
+        return ("bm25", "dense", "hybrid") if self._loaded.vectors is not None else ("bm25",)
+
+    @property
+    def default_retriever(self) -> str:
+        """hybrid where the index has vectors, else bm25 (see the README's retrieval table)."""
+        return "hybrid" if self._loaded.vectors is not None else "bm25"
+
+    @property
+    def acronyms(self) -> dict[str, str]:
+        """Acronyms the corpus defines ("Full Name (ABBR)"), mined at ingest."""
+        return self._loaded.acronyms
+
+    def query_embedder(self) -> Embedder:
+        """The embedder the index was built with, loaded on first use."""
+        dense = self._loaded.manifest.dense
+        if self._embedder is None:
+            self._embedder = get_embedder(str(dense["embedder"]), self.embedder_options)
+        return self._embedder
+
+    def embed_query(self, text: str) -> Matrix:
+        embedder = self.query_embedder()
+        vector = embedder.embed([text])
+        check_embedder(self._loaded.manifest.dense, embedder, vector)
+        row: Matrix = vector[0]
+        return row
 
     @property
     def index_dir(self) -> Path:
@@ -114,7 +161,7 @@ class Engine:
         k: int = 5,
         filters: Filters | None = None,
         scope: Scope | None = None,
-        retriever: str = "bm25",
+        retriever: str | None = None,
     ) -> list[Hit]:
         """Top-k chunks for a user's question; k is capped for interactive use."""
         check_k(k)
@@ -127,17 +174,87 @@ class Engine:
         depth: int,
         filters: Filters | None = None,
         scope: Scope | None = None,
-        retriever: str = "bm25",
+        retriever: str | None = None,
     ) -> list[Hit]:
-        """Ranked chunks to any depth, for evaluation (recall@100 needs more than a user does)."""
+        """Ranked chunks to any depth, for evaluation (recall@100 needs more than a user does).
+
+        `retriever` is a plan such as `hybrid`, `bm25+noacr` or `hybrid+weighted+cap=2`
+        (see `retrieve.Plan`); None is this index's default.
+        """
         question = check_question(question)
-        check_retriever(retriever)
+        plan = parse_plan(check_retriever(retriever or self.default_retriever, self.retrievers))
         allowed = self.facets.mask(filters or {})
-        scoped = self.facets.scope_mask(scope or {})
+        places = self.facets.detect_scope(question) if plan.places != "off" else {}
+        scoped = self.facets.scope_mask(
+            {**(places if plan.places == "filter" else {}), **(scope or {})}
+        )
         if scoped is not None:
             allowed = scoped if allowed is None else allowed & scoped
-        terms = self.analyzer.terms(question)
-        return lexical_search(self._loaded.lexical, self._loaded.chunks, terms, depth, allowed)
+        query = expand_query(question, self.acronyms) if plan.acronyms else question
+        widen = (
+            plan.method == "hybrid" or plan.cap or plan.mmr is not None or plan.places == "boost"
+        )
+        pool = max(depth, POOL) if widen else depth
+        ranked = self._rank(plan, query, pool, allowed)
+        if plan.places == "boost" and places:
+            ranked = self._boost(ranked, places)
+        if plan.cap is not None:
+            ranked = cap_per_group(ranked, lambda r: self.chunks[r[0]].doc_id, plan.cap, depth)
+        if plan.mmr is not None:
+            ranked = self._mmr(ranked, plan.mmr, depth)
+        return [
+            Hit(chunk=self.chunks[row], score=score, rank=rank, retriever=plan.spec)
+            for rank, (row, score) in enumerate(ranked[:depth], start=1)
+        ]
+
+    def _rank(
+        self, plan: Plan, query: str, pool: int, allowed: npt.NDArray[np.bool_] | None
+    ) -> list[tuple[int, float]]:
+        """Row indices and scores, best first, for the plan's method."""
+        lexical: list[tuple[int, float]] = []
+        dense: list[tuple[int, float]] = []
+        if plan.method in ("bm25", "hybrid"):
+            scores = self._loaded.lexical.scores(self.analyzer.terms(query))
+            lexical = top_k(scores, pool, allowed)
+        if plan.method in ("dense", "hybrid"):
+            assert self._loaded.vectors is not None  # check_retriever saw vectors
+            dense = self._loaded.vectors.search(self.embed_query(query), pool, allowed)
+        if plan.method == "bm25":
+            return lexical
+        if plan.method == "dense":
+            return dense
+        fused = plan.fusion.apply(
+            [[(str(i), s) for i, s in lexical], [(str(i), s) for i, s in dense]]
+        )
+        return [(int(key), score) for key, score in fused]
+
+    def _boost(
+        self, ranked: list[tuple[int, float]], places: Mapping[str, Sequence[str]]
+    ) -> list[tuple[int, float]]:
+        """Chunks carrying a place the question names move up by `PLACE_BOOST` of their score."""
+        named = np.zeros(len(self.chunks), dtype=bool)
+        for key, values in places.items():
+            named |= self.facets.rows(key, values)
+        boosted = [
+            (row, score * (1 + PLACE_BOOST) if named[row] else score) for row, score in ranked
+        ]
+        return sorted(boosted, key=lambda r: (-r[1], r[0]))
+
+    def _mmr(self, ranked: list[tuple[int, float]], lam: float, k: int) -> list[tuple[int, float]]:
+        """Maximal marginal relevance over the candidates' own vectors."""
+        if self._loaded.vectors is None:
+            raise UsageError("+mmr needs vectors and this index has none; use +cap=N instead")
+        if not ranked:
+            return ranked
+        rows = [row for row, _ in ranked]
+        vectors = self._loaded.vectors.vectors[rows]
+        relevance = np.asarray([score for _, score in ranked], dtype=np.float64)
+        span = relevance.max() - relevance.min()
+        relevance = (relevance - relevance.min()) / span if span > 0 else np.ones_like(relevance)
+        picked = mmr(
+            list(range(len(ranked))), relevance.tolist(), vectors @ vectors.T, k=k, lam=lam
+        )
+        return [ranked[i] for i in picked]
 
     def scope_for(
         self, question: str, scope: Scope | None, auto_scope: bool
@@ -165,7 +282,7 @@ class Engine:
         filters: Filters | None = None,
         scope: Scope | None = None,
         auto_scope: bool = False,
-        retriever: str = "bm25",
+        retriever: str | None = None,
         generator: str = "extractive",
         options: GeneratorOptions | None = None,
         temperature: float | None = None,
@@ -204,7 +321,7 @@ class Engine:
         filters: Filters | None = None,
         scope: Scope | None = None,
         auto_scope: bool = False,
-        retriever: str = "bm25",
+        retriever: str | None = None,
         generator: str = "extractive",
         options: GeneratorOptions | None = None,
         temperature: float | None = None,

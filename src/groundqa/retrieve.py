@@ -16,16 +16,22 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from groundqa.errors import UsageError
-from groundqa.index.lexical import LexicalIndex, top_k
-from groundqa.models import Chunk, Hit
+from groundqa.fusion import FUSION_FORMS, PRESETS, Fusion, parse_fusion
+from groundqa.models import Chunk
 
-RETRIEVERS = ("bm25",)
+RETRIEVERS = ("bm25", "dense", "hybrid")
+PLACE_MODES = ("off", "filter", "boost")
+# A chunk that names a place the question names scores this much more (before diversity).
+PLACE_BOOST = 0.5
+# Hybrid fuses each retriever's best POOL (or more when a deeper list is asked for).
+POOL = 100
 MAX_K = 100
 MAX_QUESTION_CHARS = 2000
 PLACE_KEYS = ("area", "state")
@@ -77,7 +83,7 @@ class FacetIndex:
     def values(self, key: str) -> list[str]:
         return sorted(self._display.get(key.casefold(), {}).values())
 
-    def _rows(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
+    def rows(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
         rows = np.zeros(self.size, dtype=bool)
         postings = self._postings.get(key.casefold(), {})
         for value in values:
@@ -97,7 +103,7 @@ class FacetIndex:
             return None
         allowed = np.ones(self.size, dtype=bool)
         for key, values in scope.items():
-            allowed &= self._rows(key, values) | ~self.carries(key)
+            allowed &= self.rows(key, values) | ~self.carries(key)
         return allowed
 
     def detect_scope(self, question: str, keys: Sequence[str] = PLACE_KEYS) -> dict[str, list[str]]:
@@ -117,7 +123,7 @@ class FacetIndex:
                     found.setdefault(key, []).append(shown)
         areas = found.get("area")
         if areas and "state" in self._postings and "state" not in found:
-            in_area = self._rows("area", areas)
+            in_area = self.rows("area", areas)
             states = sorted(
                 self._display["state"][v]
                 for v, ids in self._postings["state"].items()
@@ -169,23 +175,84 @@ def check_k(k: int) -> int:
     return k
 
 
-def check_retriever(name: str) -> str:
-    if name not in RETRIEVERS:
+@dataclass(frozen=True)
+class Plan:
+    """How one query is retrieved: the method and each query-understanding step.
+
+    Written as `METHOD[+OPTION...]`, so every variant can be named on the command
+    line and measured side by side in the harness:
+
+        bm25 | dense | hybrid          the retriever (hybrid fuses bm25 and dense)
+        +rrf=K | +weighted[=A,B]       fusion rule (default rrf, k=60; weighted 0.3/0.7)
+        +noacr                         no acronym expansion (on by default)
+        +places=filter | +places=boost gazetteer: places named in the question
+        +cap=N                         at most N chunks from one document
+        +mmr=L                         maximal marginal relevance, L in [0, 1] (needs vectors)
+    """
+
+    method: str
+    spec: str
+    fusion: Fusion = field(default_factory=lambda: PRESETS["rrf"])
+    acronyms: bool = True
+    places: str = "off"
+    cap: int | None = None
+    mmr: float | None = None
+
+    @property
+    def needs_vectors(self) -> bool:
+        return self.method in ("dense", "hybrid") or self.mmr is not None
+
+
+PLAN_FORMS = (
+    "METHOD in bm25, dense, hybrid; options: +rrf=K, +weighted[=A,B], +noacr, "
+    "+places=filter|boost, +cap=N, +mmr=L"
+)
+
+
+def parse_plan(spec: str) -> Plan:
+    """A `Plan` from `hybrid+weighted+cap=2` and the like; a wrong part is a UsageError."""
+    method, *options = [p.strip() for p in spec.strip().split("+")]
+    if method not in RETRIEVERS:
+        raise UsageError(f"unknown retriever {method!r} in {spec!r}; {PLAN_FORMS}")
+    plan: dict[str, Any] = {}
+    for option in options:
+        key, _, value = option.partition("=")
+        try:
+            if key == "rrf":
+                plan["fusion"] = parse_fusion(f"rrf:k={value}" if value else "rrf")
+            elif key == "weighted":
+                fusion = parse_fusion(f"weighted:{value}" if value else "weighted")
+                if fusion.weights is not None and len(fusion.weights) != 2:
+                    raise ValueError("weighted takes two weights, bm25 then dense")
+                plan["fusion"] = fusion
+            elif key == "noacr" and not value:
+                plan["acronyms"] = False
+            elif key == "places" and value in PLACE_MODES:
+                plan["places"] = value
+            elif key == "cap":
+                plan["cap"] = int(value)
+                if plan["cap"] < 1:
+                    raise ValueError("cap must be at least 1")
+            elif key == "mmr":
+                plan["mmr"] = float(value)
+                if not 0.0 <= plan["mmr"] <= 1.0:
+                    raise ValueError("mmr takes a weight between 0 and 1")
+            else:
+                raise ValueError(f"unknown option {option!r}")
+        except (ValueError, UsageError) as exc:
+            detail = exc.message if isinstance(exc, UsageError) else str(exc)
+            raise UsageError(
+                f"retriever {spec!r}: {detail}; {PLAN_FORMS} (fusion: {', '.join(FUSION_FORMS)})"
+            ) from None
+    return Plan(method=method, spec=spec.strip(), **plan)
+
+
+def check_retriever(name: str, available: Sequence[str] = RETRIEVERS) -> str:
+    """`name` if it parses and this index can serve it."""
+    plan = parse_plan(name)
+    if plan.needs_vectors and "dense" not in available:
         raise UsageError(
-            f"retriever {name!r} is not available in this index; available: {', '.join(RETRIEVERS)}"
+            f"retriever {name!r} needs vectors and this index has none; "
+            f"available: {', '.join(available)} (rebuild without --no-dense for dense and hybrid)"
         )
     return name
-
-
-def lexical_search(
-    lexical: LexicalIndex,
-    chunks: Sequence[Chunk],
-    terms: Sequence[str],
-    k: int,
-    allowed: npt.NDArray[np.bool_] | None = None,
-) -> list[Hit]:
-    scores = lexical.scores(terms)
-    return [
-        Hit(chunk=chunks[i], score=score, rank=rank, retriever="bm25")
-        for rank, (i, score) in enumerate(top_k(scores, k, allowed), start=1)
-    ]

@@ -99,7 +99,7 @@ def load_beir_set(folder: str | Path, split: str = "test") -> BeirSet:
 
 
 def retrieve_run(
-    engine: Engine, queries: Mapping[str, str], *, depth: int = 100, retriever: str = "bm25"
+    engine: Engine, queries: Mapping[str, str], *, depth: int = 100, retriever: str | None = None
 ) -> Run:
     """Top `depth` documents per query; a document scores as its best chunk."""
     run: Run = {}
@@ -157,20 +157,27 @@ def evaluate_beir(
     retrievers: Sequence[str] = ("bm25",),
     depth: int = 100,
     run_file: str | Path | None = None,
+    embedder: str = "minilm",
 ) -> dict[str, Any]:
     """Build (or reuse, when unchanged) an index over the BEIR corpus and score each retriever.
 
-    Without `index_dir` the index is built in a temporary folder and removed after.
-    With `run_file`, the first retriever's run is written in TREC format.
+    Vectors are built only when a retriever needs them. Without `index_dir` the
+    index is built in a temporary folder and removed after. With `run_file`, the
+    first retriever's run is written in TREC format.
     """
     import tempfile
 
+    from groundqa.index.dense import DenseSettings
     from groundqa.ingestion import ingest
+    from groundqa.retrieve import parse_plan
 
     data = load_beir_set(folder, split)
     with tempfile.TemporaryDirectory(prefix="groundqa-beir-") as tmp:
         target = Path(index_dir) if index_dir is not None else Path(tmp) / "index"
-        build = ingest([data.corpus], target, fmt="beir")
+        dense = any(parse_plan(name).needs_vectors for name in retrievers)
+        build = ingest(
+            [data.corpus], target, fmt="beir", dense=DenseSettings(embedder) if dense else None
+        )
         engine = Engine.open(target)
         results: dict[str, Any] = {}
         for i, name in enumerate(retrievers):

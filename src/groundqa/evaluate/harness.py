@@ -141,10 +141,11 @@ def evaluate_probes(
     probes: Sequence[Probe],
     *,
     ks: Sequence[int] = DEFAULT_KS,
-    retriever: str = "bm25",
+    retriever: str | None = None,
     answer_k: int = 5,
 ) -> EvalReport:
-    """Rank, gate, answer and score every probe with one retriever."""
+    """Rank, gate, answer and score every probe with one retriever (default: the index's)."""
+    retriever = retriever or engine.default_retriever
     check_expected(engine, probes)
     ks = sorted(set(ks))
     # Deep enough that k sections survive collapsing several chunks of one section.

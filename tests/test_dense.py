@@ -1,0 +1,321 @@
+"""Vectors in the index, dense and hybrid retrieval, and query understanding, end to end.
+
+Indexes are real builds on disk. The offline model embeds the small corpora;
+where a test needs an embedder it controls (another dimension, a server that
+goes away), it runs the real `ollama:` client against a server on 127.0.0.1
+that speaks Ollama's `/api/embed` and embeds by hashing words.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from groundqa.embed import EmbedderOptions
+from groundqa.engine import Engine
+from groundqa.errors import EmbeddingError, IndexCorruptError, UsageError
+from groundqa.index.dense import HNSW, VECTORS, DenseSettings, VectorIndex
+from groundqa.index.store import current_build
+from groundqa.ingestion import ingest
+from groundqa.retrieve import parse_plan
+from tests.conftest import REGPACK, write_small_corpus
+
+# --- a local embedding server --------------------------------------------------------------
+
+
+def _hash_vector(text: str, dim: int) -> list[float]:
+    v = np.zeros(dim)
+    for word in text.lower().split():
+        v[int(hashlib.md5(word.encode()).hexdigest(), 16) % dim] += 1.0
+    return v.tolist()
+
+
+@contextlib.contextmanager
+def embed_server(dim: int = 16) -> Iterator[tuple[str, dict[str, int]]]:
+    state = {"dim": dim, "calls": 0}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state["calls"] += 1
+            reply = json.dumps(
+                {
+                    "model": body["model"],
+                    "embeddings": [_hash_vector(t, state["dim"]) for t in body["input"]],
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", state
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _closed_port_url() -> str:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+# --- the vector index ----------------------------------------------------------------------
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_exact_search_ranks_by_cosine_and_respects_the_filter() -> None:
+    vectors = _unit(np.array([[1, 0], [0.9, 0.1], [0, 1], [-1, 0]], dtype=np.float32))
+    index = VectorIndex(vectors)
+    q = _unit(np.array([[1, 0.05]], dtype=np.float32))[0]
+    assert [i for i, _ in index.search(q, 3)] == [0, 1, 2]
+    allowed = np.array([False, False, True, True])
+    assert [i for i, _ in index.search(q, 3, allowed)] == [2, 3]
+    assert index.search(q, 2, np.zeros(4, dtype=bool)) == []
+
+
+def test_vectors_round_trip_and_a_damaged_file_is_refused(tmp_path: Path) -> None:
+    vectors = _unit(np.random.default_rng(0).normal(size=(20, 8)).astype(np.float32))
+    VectorIndex(vectors).save(tmp_path)
+    assert np.array_equal(VectorIndex.load(tmp_path).vectors, vectors)
+    np.save(tmp_path / VECTORS, vectors.astype(np.float64))
+    with pytest.raises(IndexCorruptError, match="not a float32 matrix"):
+        VectorIndex.load(tmp_path)
+    (tmp_path / VECTORS).write_bytes(b"garbage")
+    with pytest.raises(IndexCorruptError, match="unreadable"):
+        VectorIndex.load(tmp_path)
+
+
+def test_hnsw_is_built_past_the_threshold_and_finds_the_exact_neighbours(tmp_path: Path) -> None:
+    pytest.importorskip("faiss", reason="the ann extra (faiss-cpu) is not installed")
+    rng = np.random.default_rng(1)
+    vectors = _unit(rng.normal(size=(2000, 32)).astype(np.float32))
+    settings = DenseSettings(ann_threshold=1000)
+    index = VectorIndex.build(vectors, settings)
+    assert index.ann is not None
+    index.save(tmp_path)
+    assert (tmp_path / HNSW).is_file()
+    loaded = VectorIndex.load(tmp_path)
+    queries = _unit(rng.normal(size=(50, 32)).astype(np.float32))
+    overlap = []
+    for q in queries:
+        approx = {i for i, _ in loaded.search(q, 10)}
+        exact = {i for i, _ in loaded.search(q, 10, exact=True)}
+        overlap.append(len(approx & exact) / 10)
+    assert np.mean(overlap) >= 0.95
+    assert VectorIndex.build(vectors, DenseSettings(ann_threshold=5000)).ann is None
+
+
+# --- vectors in a build --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def regpack_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    index = tmp_path_factory.mktemp("dense") / "idx"
+    ingest([REGPACK], index)
+    return index
+
+
+@pytest.fixture(scope="module")
+def engine(regpack_index: Path) -> Engine:
+    return Engine.open(regpack_index)
+
+
+def test_the_manifest_records_the_embedder_and_the_vectors_are_sealed(regpack_index: Path) -> None:
+    engine = Engine.open(regpack_index)
+    dense = engine.manifest.dense
+    assert dense["embedder"] == "minilm" and dense["dim"] == 384
+    assert dense["model_id"] == "all-MiniLM-L6-v2/onnx-int8"
+    assert VECTORS in engine.manifest.files
+    assert engine.retrievers == ("bm25", "dense", "hybrid")
+    assert engine.default_retriever == "hybrid"
+
+
+def test_dense_finds_a_paraphrase_that_shares_no_keyword(engine: Engine) -> None:
+    question = "How far from a house must a wind generator be placed?"
+    dense = engine.retrieve(question, k=3, retriever="dense")
+    assert any("setback" in h.chunk.text.lower() for h in dense)
+    assert all(h.retriever == "dense" for h in dense)
+    assert [h.rank for h in dense] == [1, 2, 3]
+    assert dense[0].score >= dense[1].score >= dense[2].score
+
+
+def test_hybrid_fuses_both_rankings(engine: Engine) -> None:
+    q = "penalty units for late NEER lodgement"
+    bm25 = [h.chunk.chunk_id for h in engine.search(q, depth=100, retriever="bm25")]
+    dense = [h.chunk.chunk_id for h in engine.search(q, depth=100, retriever="dense")]
+    hybrid = engine.search(q, depth=5, retriever="hybrid")
+    top = hybrid[0].chunk.chunk_id
+    expected = 1 / (60 + bm25.index(top) + 1) + 1 / (60 + dense.index(top) + 1)
+    assert hybrid[0].score == pytest.approx(expected)
+    weighted = engine.search(q, depth=5, retriever="hybrid+weighted")
+    assert weighted[0].retriever == "hybrid+weighted" and weighted[0].score <= 1.0
+
+
+def test_filters_apply_to_dense_before_top_k(engine: Engine) -> None:
+    hits = engine.retrieve(
+        "protected trees", k=5, retriever="dense", filters={"state": "Westhaven"}
+    )
+    assert hits and all(h.chunk.metadata.get("state") == "Westhaven" for h in hits)
+
+
+def test_acronyms_mined_from_the_corpus_expand_the_query(engine: Engine) -> None:
+    assert "NEER" in engine.acronyms
+    name = engine.acronyms["NEER"]
+    assert "Reporting" in name
+    with_expansion = engine.search("NEER threshold", depth=10, retriever="bm25")
+    without = engine.search("NEER threshold", depth=10, retriever="bm25+noacr")
+    assert [h.chunk.chunk_id for h in with_expansion] != [h.chunk.chunk_id for h in without]
+
+
+def test_cap_keeps_one_document_from_crowding_the_top_k(engine: Engine) -> None:
+    q = "wind turbine"
+    plain = engine.retrieve(q, k=5, retriever="hybrid")
+    assert len({h.chunk.doc_id for h in plain}) == 1  # one document fills the list
+    capped = engine.retrieve(q, k=5, retriever="hybrid+cap=2")
+    assert len(capped) == 5
+    docs = [h.chunk.doc_id for h in capped]
+    assert max(docs.count(d) for d in docs) == 2 and len(set(docs)) >= 3
+    assert capped[0].chunk.chunk_id == plain[0].chunk.chunk_id
+
+
+def test_mmr_spreads_the_list_and_needs_vectors(engine: Engine, tmp_path: Path) -> None:
+    q = "tree protection"
+    plain = [h.chunk.chunk_id for h in engine.retrieve(q, k=5, retriever="hybrid")]
+    spread = [h.chunk.chunk_id for h in engine.retrieve(q, k=5, retriever="hybrid+mmr=0.3")]
+    assert plain[0] == spread[0] and plain != spread
+    ingest([REGPACK], tmp_path / "lexical", dense=None)
+    lexical = Engine.open(tmp_path / "lexical")
+    with pytest.raises(UsageError, match="needs vectors and this index has none"):
+        lexical.retrieve(q, retriever="bm25+mmr=0.5")
+
+
+def test_place_filter_and_boost_use_the_corpus_gazetteer(engine: Engine) -> None:
+    q = "Which trees are protected in Fennick?"
+    filtered = engine.retrieve(q, k=10, retriever="hybrid+places=filter")
+    assert all(h.chunk.metadata.get("area") in (None, "Fennick City") for h in filtered)
+    boosted = engine.retrieve(q, k=3, retriever="hybrid+places=boost")
+    assert boosted[0].chunk.metadata.get("area") == "Fennick City"
+
+
+def test_an_index_without_vectors_serves_bm25_only(tmp_path: Path) -> None:
+    ingest([write_small_corpus(tmp_path / "c")], tmp_path / "idx", dense=None)
+    engine = Engine.open(tmp_path / "idx")
+    assert engine.retrievers == ("bm25",) and engine.default_retriever == "bm25"
+    assert engine.manifest.dense == {} and VECTORS not in engine.manifest.files
+    with pytest.raises(UsageError, match="needs vectors and this index has none"):
+        engine.retrieve("trains", retriever="hybrid")
+    assert engine.retrieve("trains")[0].retriever == "bm25"
+
+
+def _minilm_index(tmp_path: Path) -> Path:
+    """A small index built with the default model, to borrow its query embedder."""
+    index = tmp_path / "minilm"
+    ingest([write_small_corpus(tmp_path / "c2")], index)
+    return index
+
+
+# --- bad input -----------------------------------------------------------------------------
+
+
+def test_unknown_embedder_fails_before_anything_is_written(tmp_path: Path) -> None:
+    corpus = write_small_corpus(tmp_path / "c")
+    with pytest.raises(
+        UsageError, match="unknown embedder 'bert'; available: minilm, ollama, openai"
+    ):
+        ingest([corpus], tmp_path / "idx", dense=DenseSettings("bert"))
+    assert not (tmp_path / "idx").exists()
+
+
+def test_unreachable_embedder_keeps_the_previous_index(tmp_path: Path) -> None:
+    corpus = write_small_corpus(tmp_path / "c")
+    ingest([corpus], tmp_path / "idx", dense=None)
+    before = current_build(tmp_path / "idx")
+    url = _closed_port_url()
+    with pytest.raises(EmbeddingError, match=f"cannot reach ollama at {url}/api/embed"):
+        ingest(
+            [corpus],
+            tmp_path / "idx",
+            dense=DenseSettings("ollama:nomic-embed-text"),
+            embedder_options=EmbedderOptions(base_url=url),
+        )
+    assert current_build(tmp_path / "idx") == before
+    assert Engine.open(tmp_path / "idx").retrieve("trains")
+
+
+def test_an_index_refuses_queries_from_another_model_or_dimension(tmp_path: Path) -> None:
+    corpus = write_small_corpus(tmp_path / "c")
+    with embed_server(dim=16) as (url, state):
+        ingest(
+            [corpus],
+            tmp_path / "idx",
+            dense=DenseSettings("ollama:hash16"),
+            embedder_options=EmbedderOptions(base_url=url),
+        )
+        engine = Engine.open(tmp_path / "idx", EmbedderOptions(base_url=url))
+        assert engine.manifest.dense["model_id"] == "ollama:hash16"
+        hits = engine.retrieve("last train back from Portmere", retriever="dense")
+        assert hits[0].chunk.section_path[-1] == "Getting there"
+        state["dim"] = 8  # the server now answers with another model's vectors
+        with pytest.raises(EmbeddingError, match="the query vector has 8 dimensions, the index 16"):
+            engine.retrieve("last train", retriever="dense")
+    # The model is named in the manifest, and a query embedder must match it.
+    manifest = json.loads((current_build(tmp_path / "idx") / "manifest.json").read_text())
+    assert manifest["dense"]["embedder"] == "ollama:hash16"
+    engine._embedder = Engine.open(_minilm_index(tmp_path)).query_embedder()
+    with pytest.raises(EmbeddingError, match="embedded with 'ollama:hash16', the query with"):
+        engine.retrieve("last train", retriever="dense")
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        ("", "the question is empty"),
+        ("   ", "the question is empty"),
+        ("x" * 100_000, "the question is 100000 characters; the limit is 2000"),
+    ],
+)
+def test_empty_and_oversized_queries_are_refused_before_embedding(
+    engine: Engine, question: str, message: str
+) -> None:
+    with pytest.raises(UsageError, match=message):
+        engine.retrieve(question, retriever="dense")
+
+
+def test_plans_parse_and_reject_wrong_options() -> None:
+    plan = parse_plan("hybrid+weighted=0.5,0.5+cap=2+noacr+places=boost")
+    assert plan.method == "hybrid" and plan.fusion.weights == (0.5, 0.5)
+    assert plan.cap == 2 and not plan.acronyms and plan.places == "boost"
+    assert parse_plan("hybrid+rrf=20").fusion.k == 20
+    for bad, message in [
+        ("vector", "unknown retriever 'vector'"),
+        ("hybrid+weighted=1", "two weights"),
+        ("hybrid+mmr=2", "between 0 and 1"),
+        ("hybrid+places=everywhere", "unknown option"),
+        ("bm25+fast", "unknown option 'fast'"),
+    ]:
+        with pytest.raises(UsageError, match=message):
+            parse_plan(bad)
