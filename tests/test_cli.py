@@ -270,3 +270,51 @@ def test_eval_beir_and_its_errors(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["retrievers"]["bm25"]["ndcg@10"] == 1.0
     assert trec.read_text().startswith("q1 Q0 d1 1 ")
     assert run("eval", "--index", tmp_path).returncode == 2
+
+
+def test_retrievers_side_by_side_and_retriever_plans(built: Path) -> None:
+    from tests.conftest import REGPACK_PROBES
+
+    proc = run("eval", "--index", built, "--probes", REGPACK_PROBES, "--k", "1,3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads(proc.stdout)["metrics"]
+    assert list(metrics) == ["bm25", "dense", "hybrid"]
+    assert all(0 < m["recall@3"] <= 1 for m in metrics.values())
+    proc = run(
+        "ask",
+        "How many penalty units for late NEER lodgement?",
+        "--index",
+        built,
+        "--retriever",
+        "hybrid+weighted+cap=2",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    passages = json.loads(proc.stdout)["passages"]
+    assert {p["retriever"] for p in passages} == {"hybrid+weighted+cap=2"}
+    proc = run("ask", "trees", "--index", built, "--retriever", "hybrid+fast")
+    assert proc.returncode == 2 and "unknown option 'fast'" in one_error_line(proc)
+
+
+def test_ingest_without_vectors_and_with_a_wrong_embedder(tmp_path: Path) -> None:
+    corpus = write_small_corpus(tmp_path / "c")
+    proc = run("ingest", corpus, "--index", tmp_path / "lex", "--no-dense", "--json")
+    assert proc.returncode == 0, proc.stderr
+    proc = run("ask", "last train from Portmere", "--index", tmp_path / "lex", "--json")
+    assert {p["retriever"] for p in json.loads(proc.stdout)["passages"]} == {"bm25"}
+    proc = run("ingest", corpus, "--index", tmp_path / "x", "--embedder", "bert-base")
+    assert proc.returncode == 2
+    assert "unknown embedder 'bert-base'; available: minilm, ollama, openai" in one_error_line(proc)
+    assert not (tmp_path / "x").exists()
+    proc = run(
+        "ingest",
+        corpus,
+        "--index",
+        tmp_path / "y",
+        "--embedder",
+        "ollama:nomic-embed-text",
+        "--embedder-url",
+        "http://127.0.0.1:9",
+    )
+    assert proc.returncode == 1
+    assert "cannot reach ollama at http://127.0.0.1:9/api/embed" in one_error_line(proc)

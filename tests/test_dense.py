@@ -319,3 +319,57 @@ def test_plans_parse_and_reject_wrong_options() -> None:
     ]:
         with pytest.raises(UsageError, match=message):
             parse_plan(bad)
+
+
+@contextlib.contextmanager
+def rating_server(keyword: str) -> Iterator[tuple[str, list[str]]]:
+    """Ollama's /api/chat, rating a passage 9 when it holds `keyword`, else 1."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            prompt = "\n".join(m["content"] for m in body["messages"])
+            asked.append(prompt)
+            rating = "9" if keyword in prompt.lower() else "1"
+            reply = json.dumps(
+                {
+                    "model": body["model"],
+                    "message": {"role": "assistant", "content": rating},
+                    "done": True,
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply)))
+            self.end_headers()
+            self.wfile.write(reply)
+
+        def log_message(self, *args: object) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_llm_reranker_reorders_what_retrieval_found(engine: Engine) -> None:
+    from groundqa.generate import GeneratorOptions
+
+    q = "What rules apply to wind farms?"
+    plain = engine.search(q, depth=20, retriever="bm25")
+    with rating_server("noise") as (url, asked):
+        options = GeneratorOptions(base_url=url)
+        reranked = engine.search(
+            q, depth=5, retriever="bm25", reranker="llm:ollama:m", options=options
+        )
+        answer = engine.ask(q, k=3, retriever="bm25", reranker="llm:ollama:m", options=options)
+    assert len(asked) == len(plain) + min(len(plain), 20)  # the best 20, once per call
+    noisy = [h.chunk.chunk_id for h in plain if "noise" in h.chunk.index_text().lower()]
+    assert noisy and [h.chunk.chunk_id for h in reranked[: len(noisy)]] == noisy[:5]
+    assert all(h.retriever == "bm25+rerank" for h in reranked) and reranked[0].score == 9
+    assert "noise" in answer.passages[0].chunk.index_text().lower()

@@ -362,6 +362,14 @@ def _retriever_option(f: Any) -> Any:
     )(f)
 
 
+def _reranker_option(f: Any) -> Any:
+    return click.option(
+        "--reranker",
+        default=None,
+        help="Re-score the best 20 passages: cross-encoder:PATH or llm:GENERATOR (default: none).",
+    )(f)
+
+
 def _embedder_options(url: str | None) -> Any:
     from groundqa.embed import EmbedderOptions
 
@@ -385,6 +393,7 @@ def _options(generator_url: str | None, timeout: float) -> Any:
     help="Passages to retrieve (default: the preset for the question's intent).",
 )
 @_retriever_option
+@_reranker_option
 @click.option(
     "--filter",
     "filters",
@@ -406,6 +415,7 @@ def ask(
     k: int | None,
     retriever: str | None,
     embedder_url: str | None,
+    reranker: str | None,
     filters: tuple[str, ...],
     auto_location: bool,
     generator: str,
@@ -426,6 +436,7 @@ def ask(
         filters=_parse_filters(filters),
         auto_scope=auto_location,
         retriever=retriever,
+        reranker=reranker,
         generator=generator,
         options=_options(generator_url, timeout),
         temperature=temperature,

@@ -36,6 +36,7 @@ from groundqa.index import LoadedIndex, load_index, top_k
 from groundqa.index.dense import check_embedder
 from groundqa.index.store import Manifest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
+from groundqa.rerank import Reranker, get_reranker
 from groundqa.retrieve import (
     PLACE_BOOST,
     POOL,
@@ -49,6 +50,8 @@ from groundqa.retrieve import (
 from groundqa.text import Analyzer, PassageTerms
 
 Filters = Mapping[str, str | Sequence[str]]
+# A reranker re-scores this many of the best hits (or the depth asked for, if more).
+RERANK_DEPTH = 20
 Scope = Mapping[str, str | Sequence[str]]
 
 
@@ -72,6 +75,7 @@ class Engine:
         )
         self.passage_text = PassageTerms(analyzer)
         self._generators: dict[tuple[str, GeneratorOptions], Generator] = {}
+        self._rerankers: dict[tuple[str, GeneratorOptions], Reranker | None] = {}
 
     @classmethod
     def open(cls, index_dir: str | Path, embedder_options: EmbedderOptions | None = None) -> Engine:
@@ -162,10 +166,18 @@ class Engine:
         filters: Filters | None = None,
         scope: Scope | None = None,
         retriever: str | None = None,
+        reranker: str | None = None,
     ) -> list[Hit]:
         """Top-k chunks for a user's question; k is capped for interactive use."""
         check_k(k)
-        return self.search(question, depth=k, filters=filters, scope=scope, retriever=retriever)
+        return self.search(
+            question,
+            depth=k,
+            filters=filters,
+            scope=scope,
+            retriever=retriever,
+            reranker=reranker,
+        )
 
     def search(
         self,
@@ -175,11 +187,15 @@ class Engine:
         filters: Filters | None = None,
         scope: Scope | None = None,
         retriever: str | None = None,
+        reranker: str | None = None,
+        options: GeneratorOptions | None = None,
     ) -> list[Hit]:
         """Ranked chunks to any depth, for evaluation (recall@100 needs more than a user does).
 
         `retriever` is a plan such as `hybrid`, `bm25+noacr` or `hybrid+weighted+cap=2`
-        (see `retrieve.Plan`); None is this index's default.
+        (see `retrieve.Plan`); None is this index's default. `reranker` (see
+        `rerank.get_reranker`) re-scores the best `RERANK_DEPTH` (or `depth`, if more)
+        before the list is cut; `options` reach an `llm:` reranker's server.
         """
         question = check_question(question)
         plan = parse_plan(check_retriever(retriever or self.default_retriever, self.retrievers))
@@ -194,7 +210,7 @@ class Engine:
         widen = (
             plan.method == "hybrid" or plan.cap or plan.mmr is not None or plan.places == "boost"
         )
-        pool = max(depth, POOL) if widen else depth
+        pool = max(depth, POOL) if widen else max(depth, RERANK_DEPTH if reranker else 0)
         ranked = self._rank(plan, query, pool, allowed)
         if plan.places == "boost" and places:
             ranked = self._boost(ranked, places)
@@ -202,10 +218,20 @@ class Engine:
             ranked = cap_per_group(ranked, lambda r: self.chunks[r[0]].doc_id, plan.cap, depth)
         if plan.mmr is not None:
             ranked = self._mmr(ranked, plan.mmr, depth)
-        return [
+        rerank = self.reranker(reranker, options) if reranker else None
+        keep = max(depth, RERANK_DEPTH) if rerank is not None else depth
+        hits = [
             Hit(chunk=self.chunks[row], score=score, rank=rank, retriever=plan.spec)
-            for rank, (row, score) in enumerate(ranked[:depth], start=1)
+            for rank, (row, score) in enumerate(ranked[:keep], start=1)
         ]
+        return hits if rerank is None else rerank.rerank(question, hits, top_n=depth)
+
+    def reranker(self, spec: str, options: GeneratorOptions | None = None) -> Reranker | None:
+        """The reranker for `spec`, created once per engine (a model loads only once)."""
+        key = (spec, options or GeneratorOptions())
+        if key not in self._rerankers:
+            self._rerankers[key] = get_reranker(spec, key[1])
+        return self._rerankers[key]
 
     def _rank(
         self, plan: Plan, query: str, pool: int, allowed: npt.NDArray[np.bool_] | None
@@ -283,6 +309,7 @@ class Engine:
         scope: Scope | None = None,
         auto_scope: bool = False,
         retriever: str | None = None,
+        reranker: str | None = None,
         generator: str = "extractive",
         options: GeneratorOptions | None = None,
         temperature: float | None = None,
@@ -303,6 +330,7 @@ class Engine:
             scope=scope,
             auto_scope=auto_scope,
             retriever=retriever,
+            reranker=reranker,
             generator=generator,
             options=options,
             temperature=temperature,
@@ -322,6 +350,7 @@ class Engine:
         scope: Scope | None = None,
         auto_scope: bool = False,
         retriever: str | None = None,
+        reranker: str | None = None,
         generator: str = "extractive",
         options: GeneratorOptions | None = None,
         temperature: float | None = None,
@@ -334,8 +363,15 @@ class Engine:
         intent, preset = preset_for(question)
         settings = preset.merged(k=k, temperature=temperature, max_tokens=max_tokens)
         applied = self.scope_for(question, scope, auto_scope)
-        hits = self.retrieve(
-            question, k=settings.k, filters=filters, scope=applied, retriever=retriever
+        check_k(settings.k)
+        hits = self.search(
+            question,
+            depth=settings.k,
+            filters=filters,
+            scope=applied,
+            retriever=retriever,
+            reranker=reranker,
+            options=options,
         )
         yield hits
         t_retrieved = time.perf_counter()
