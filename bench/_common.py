@@ -123,3 +123,30 @@ class Bm25sBaseline:
         return {
             self.ids[int(d)]: float(s) for d, s in zip(docs[0], scores[0], strict=True) if s > 0
         }
+
+
+def installed_mb(roots: Sequence[str]) -> float:
+    """Installed size in MB of distributions `roots` and everything they require (no extras)."""
+    import re
+    from importlib import metadata
+
+    seen: set[str] = set()
+    todo = [r.lower() for r in roots]
+    total = 0
+    while todo:
+        name = re.sub(r"[-_.]+", "-", todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        total += sum(
+            f.locate().stat().st_size for f in (dist.files or []) if Path(f.locate()).is_file()
+        )
+        for req in dist.requires or []:
+            if "extra ==" in req:
+                continue
+            todo.append(re.split(r"[\s;<>=!~\[(]", req, maxsplit=1)[0])
+    return total / 1e6
