@@ -49,7 +49,7 @@ def run() -> dict[str, object] | None:
 
     # --- groundqa -----------------------------------------------------------------
     t0 = time.perf_counter()
-    report = ingest([folder], work / "groundqa")
+    report = ingest([folder], work / "groundqa", dense=None)
     ours_build = time.perf_counter() - t0
     t0 = time.perf_counter()
     engine = Engine.open(work / "groundqa")

@@ -1,4 +1,7 @@
-"""Retrieval quality on the seed corpora and standard benchmarks, each beside its baseline.
+"""BM25 retrieval quality on the seed corpora and standard benchmarks, each beside its baseline.
+
+Every index here is built without vectors (`dense=None`), so these are the lexical
+figures; `bench/dense.py` measures dense and hybrid retrieval beside them.
 
 - SciFact test (BEIR): groundqa BM25 against bm25s used directly in the same run,
   with the published BM25 figures; our metrics cross-checked by trec_eval.
@@ -40,7 +43,7 @@ def scifact() -> dict[str, Any] | None:
 
     data = load_beir_set(folder)
     index = WORK / "scifact"
-    ingest([data.corpus], index, fmt="beir")
+    ingest([data.corpus], index, fmt="beir", dense=None)
     engine = Engine.open(index)
     ours = retrieve_run(engine, data.queries, depth=100)
     baseline = Bm25sBaseline(data.corpus)
@@ -72,7 +75,7 @@ def _probe_eval(corpus: list[Path], probes: list[Any], name: str, report: str | 
     from groundqa.ingestion import ingest
 
     index = WORK / name
-    ingest(corpus, index)
+    ingest(corpus, index, dense=None)
     result = evaluate_probes(Engine.open(index), probes, ks=(1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
     if report:
         write_probe_report([result], RESULTS / "reports" / report, title=report)
@@ -108,7 +111,7 @@ def natech() -> dict[str, Any] | None:
     }
 
 
-def _obliqa_dev(folder: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
+def obliqa_dev(folder: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
     """ObliQA dev questions and their gold passages as BEIR-style queries and qrels."""
     dev = json.loads((folder / "ObliQA_dev.json").read_text(encoding="utf-8"))
     queries = {q["QuestionID"]: q["Question"] for q in dev}
@@ -138,15 +141,15 @@ def heading_weight() -> dict[str, Any] | None:
     from groundqa.ingestion import ingest
 
     train = load_beir_set(scifact_dir, "train")
-    ob_queries, ob_qrels = _obliqa_dev(obliqa_dir)
+    ob_queries, ob_qrels = obliqa_dev(obliqa_dir)
     probes = seeds.natech_probes(natech_probes)
     rows: dict[str, dict[str, float]] = {}
     for weight in (0.0, 1.0):
         bm25 = BM25Settings(heading_weight=weight)
         tag = f"hw{weight:g}"
-        ingest([natech_csv], WORK / tag / "natech", bm25=bm25)
+        ingest([natech_csv], WORK / tag / "natech", bm25=bm25, dense=None)
         natech_report = evaluate_probes(Engine.open(WORK / tag / "natech"), probes, ks=(3,))
-        ingest([train.corpus], WORK / tag / "scifact", fmt="beir", bm25=bm25)
+        ingest([train.corpus], WORK / tag / "scifact", fmt="beir", bm25=bm25, dense=None)
         sf = score_run(
             retrieve_run(Engine.open(WORK / tag / "scifact"), train.queries, depth=10),
             train.qrels,
@@ -157,6 +160,7 @@ def heading_weight() -> dict[str, Any] | None:
             WORK / tag / "obliqa",
             fmt="obliqa",
             bm25=bm25,
+            dense=None,
         )
         ob = score_run(
             retrieve_run(Engine.open(WORK / tag / "obliqa"), ob_queries, depth=10),
@@ -179,10 +183,10 @@ def obliqa() -> dict[str, Any] | None:
     from groundqa.evaluate.beir import retrieve_run, score_run
     from groundqa.ingestion import ingest
 
-    queries, qrels = _obliqa_dev(folder)
+    queries, qrels = obliqa_dev(folder)
     index = WORK / "obliqa"
     t = time.perf_counter()
-    ingest([folder / "StructuredRegulatoryDocuments"], index, fmt="obliqa")
+    ingest([folder / "StructuredRegulatoryDocuments"], index, fmt="obliqa", dense=None)
     build_s = time.perf_counter() - t
     engine = Engine.open(index)
     known = {c.section_id for c in engine.chunks}

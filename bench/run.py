@@ -9,6 +9,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import audit
+import dense
+import embedder
 import foundation
 import generation
 import retrieval
@@ -20,6 +22,8 @@ def main() -> int:
     started = time.perf_counter()
     foundation.run()
     retrieval.run()
+    dense.run()
+    embedder.run()
     serve_load.run()
     audit.run()
     generation.run()

@@ -186,8 +186,8 @@ def test_acronyms_mined_from_the_corpus_expand_the_query(engine: Engine) -> None
     assert "NEER" in engine.acronyms
     name = engine.acronyms["NEER"]
     assert "Reporting" in name
-    with_expansion = engine.search("NEER threshold", depth=10, retriever="bm25")
-    without = engine.search("NEER threshold", depth=10, retriever="bm25+noacr")
+    with_expansion = engine.search("NEER threshold", depth=10, retriever="bm25+acr")
+    without = engine.search("NEER threshold", depth=10, retriever="bm25")
     assert [h.chunk.chunk_id for h in with_expansion] != [h.chunk.chunk_id for h in without]
 
 
@@ -306,9 +306,9 @@ def test_empty_and_oversized_queries_are_refused_before_embedding(
 
 
 def test_plans_parse_and_reject_wrong_options() -> None:
-    plan = parse_plan("hybrid+weighted=0.5,0.5+cap=2+noacr+places=boost")
+    plan = parse_plan("hybrid+weighted=0.5/0.5+cap=2+acr+places=boost")
     assert plan.method == "hybrid" and plan.fusion.weights == (0.5, 0.5)
-    assert plan.cap == 2 and not plan.acronyms and plan.places == "boost"
+    assert plan.cap == 2 and plan.acronyms and plan.places == "boost"
     assert parse_plan("hybrid+rrf=20").fusion.k == 20
     for bad, message in [
         ("vector", "unknown retriever 'vector'"),

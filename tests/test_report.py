@@ -66,7 +66,7 @@ def _write_probes(path: Path, probes: list[dict[str, Any]]) -> Path:
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
     root = tmp_path_factory.mktemp("report")
-    ingest([write_small_corpus(root / "corpus")], root / "idx")
+    ingest([write_small_corpus(root / "corpus")], root / "idx", dense=None)
     engine = Engine.open(root / "idx")
     known = {c.section_id for c in engine.chunks}
     expected = {

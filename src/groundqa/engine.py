@@ -192,7 +192,7 @@ class Engine:
     ) -> list[Hit]:
         """Ranked chunks to any depth, for evaluation (recall@100 needs more than a user does).
 
-        `retriever` is a plan such as `hybrid`, `bm25+noacr` or `hybrid+weighted+cap=2`
+        `retriever` is a plan such as `hybrid`, `bm25+acr` or `hybrid+weighted+cap=2`
         (see `retrieve.Plan`); None is this index's default. `reranker` (see
         `rerank.get_reranker`) re-scores the best `RERANK_DEPTH` (or `depth`, if more)
         before the list is cut; `options` reach an `llm:` reranker's server.

@@ -234,6 +234,7 @@ def ingest(
                     analyzer=analyzer.name,
                     gate=LexicalGate().to_dict(),
                     dense=dense_entry,
+                    timings_s={k: round(v, 3) for k, v in timings.items()},
                     counts=counts,
                     findings={k: int(v) for k, v in severity_counts.items()},
                 )

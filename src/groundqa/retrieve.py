@@ -183,8 +183,9 @@ class Plan:
     line and measured side by side in the harness:
 
         bm25 | dense | hybrid          the retriever (hybrid fuses bm25 and dense)
-        +rrf=K | +weighted[=A,B]       fusion rule (default rrf, k=60; weighted 0.3/0.7)
-        +noacr                         no acronym expansion (on by default)
+        +rrf=K | +weighted[=A/B]       fusion rule (default rrf, k=60; weighted 0.3/0.7)
+        +acr                           expand acronyms the corpus defines (off by default:
+                                       measured, it costs nDCG on SciFact and the example corpus)
         +places=filter | +places=boost gazetteer: places named in the question
         +cap=N                         at most N chunks from one document
         +mmr=L                         maximal marginal relevance, L in [0, 1] (needs vectors)
@@ -193,7 +194,7 @@ class Plan:
     method: str
     spec: str
     fusion: Fusion = field(default_factory=lambda: PRESETS["rrf"])
-    acronyms: bool = True
+    acronyms: bool = False
     places: str = "off"
     cap: int | None = None
     mmr: float | None = None
@@ -204,7 +205,7 @@ class Plan:
 
 
 PLAN_FORMS = (
-    "METHOD in bm25, dense, hybrid; options: +rrf=K, +weighted[=A,B], +noacr, "
+    "METHOD in bm25, dense, hybrid; options: +rrf=K, +weighted[=A/B], +acr, "
     "+places=filter|boost, +cap=N, +mmr=L"
 )
 
@@ -221,12 +222,13 @@ def parse_plan(spec: str) -> Plan:
             if key == "rrf":
                 plan["fusion"] = parse_fusion(f"rrf:k={value}" if value else "rrf")
             elif key == "weighted":
-                fusion = parse_fusion(f"weighted:{value}" if value else "weighted")
+                weights = value.replace("/", ",")
+                fusion = parse_fusion(f"weighted:{weights}" if value else "weighted")
                 if fusion.weights is not None and len(fusion.weights) != 2:
                     raise ValueError("weighted takes two weights, bm25 then dense")
                 plan["fusion"] = fusion
-            elif key == "noacr" and not value:
-                plan["acronyms"] = False
+            elif key == "acr" and not value:
+                plan["acronyms"] = True
             elif key == "places" and value in PLACE_MODES:
                 plan["places"] = value
             elif key == "cap":

@@ -62,6 +62,7 @@ class Manifest:
     findings: dict[str, int] = field(default_factory=dict)
     gate: dict[str, Any] = field(default_factory=dict)
     dense: dict[str, Any] = field(default_factory=dict)  # empty: no vectors in this build
+    timings_s: dict[str, float] = field(default_factory=dict)  # how long each build stage took
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
     groundqa_version: str = __version__
@@ -85,6 +86,7 @@ class Manifest:
             "analyzer": self.analyzer,
             "gate": self.gate,
             "dense": self.dense,
+            "timings_s": self.timings_s,
             "counts": self.counts,
             "findings": self.findings,
             "files": self.files,
@@ -104,6 +106,7 @@ class Manifest:
             analyzer=str(d["analyzer"]),
             gate=dict(d.get("gate", {})),
             dense=dict(d.get("dense", {})),
+            timings_s={k: float(v) for k, v in d.get("timings_s", {}).items()},
             counts={k: int(v) for k, v in d["counts"].items()},
             findings={k: int(v) for k, v in d.get("findings", {}).items()},
             files=dict(d.get("files", {})),

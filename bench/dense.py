@@ -1,0 +1,416 @@
+"""Dense and hybrid retrieval beside BM25, every figure from one run.
+
+- SciFact test (BEIR): nDCG@10 and recall@100 for bm25, dense, hybrid (RRF) and
+  hybrid (weighted 0.3/0.7), plus the plan chosen on the *train* split
+  (`TUNE_CANDIDATES`, scored on train only, the winner reported once on test);
+  query latency p50/p95 per retriever; embedding throughput, index size on disk,
+  and the peak memory of a process that opens the index and answers queries; the
+  HNSW graph's recall@10 against exact search over the same vectors.
+- Natech guidance probes: recall@k and MRR for every retriever, and where
+  "What is a Natech accident?" ranks.
+- ObliQA dev: recall@10 for every retriever.
+- City guides: crowding with and without diversity and the gazetteer, and rank-1
+  stability across paraphrase groups.
+- The bundled example corpus: every retriever, acronym expansion on and off.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import (
+    ROOT,
+    WORK,
+    latency_summary,
+    machine,
+    shared_path,
+    time_each,
+    write_result,
+)
+
+# Kept between runs (outside WORK, which bench/retrieval.py clears): an unchanged corpus is
+# not embedded again, and the build's own timings come from its manifest.
+DENSE_WORK = WORK.parent / ".work-dense"
+RETRIEVERS = ("bm25", "dense", "hybrid", "hybrid+weighted")
+# Plans tried on SciFact *train*; the best by train nDCG@10 is reported on test.
+TUNE_CANDIDATES = (
+    "hybrid",
+    "hybrid+rrf=20",
+    "hybrid+rrf=100",
+    "hybrid+weighted",
+    "hybrid+weighted=0.4/0.6",
+    "hybrid+weighted=0.5/0.5",
+    "hybrid+weighted=0.6/0.4",
+    "hybrid+weighted=0.7/0.3",
+    "hybrid+acr",
+)
+PUBLISHED = {
+    "BM25 (BEIR paper)": 0.665,
+    "BM25 (Anserini flat)": 0.679,
+    "all-MiniLM-L6-v2": 0.645,
+    "bge-small-en-v1.5": 0.713,
+    "RRF of bm25s and MiniLM (k=60, top 100 each), measured on this machine kind": 0.715,
+}
+
+
+def _dir_mb(path: Path) -> float:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
+
+
+def _peak_memory_mb(index: Path, queries: list[str], retriever: str) -> float:
+    """Peak RSS of a fresh process that opens the index and runs the queries."""
+    code = (
+        "import sys, json; from groundqa.engine import Engine\n"
+        "e = Engine.open(sys.argv[1]); qs = json.loads(sys.stdin.read())\n"
+        "[e.search(q, depth=100, retriever=sys.argv[2]) for q in qs]\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", code, str(index), retriever],
+        input=json.dumps(queries),
+        text=True,
+        check=True,
+    )
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def _ann_recall(engine: Any, queries: list[str]) -> dict[str, Any]:
+    """HNSW (faiss) over the index's own vectors against exact search, recall@10."""
+    try:
+        import faiss  # noqa: F401
+    except ImportError:
+        return {"skipped": "faiss-cpu not installed (pip install 'groundqa[ann]')"}
+    import numpy as np
+
+    from groundqa.index.dense import DenseSettings, VectorIndex
+
+    exact = engine._loaded.vectors
+    t = time.perf_counter()
+    ann = VectorIndex.build(exact.vectors, DenseSettings(ann_threshold=0))
+    build_s = time.perf_counter() - t
+    q = engine.query_embedder().embed(queries)
+    overlap = []
+    for row in q:
+        a = {i for i, _ in ann.search(row, 10)}
+        e = {i for i, _ in exact.search(row, 10, exact=True)}
+        overlap.append(len(a & e) / 10)
+    ann_ms = time_each(lambda row: ann.search(row, 10), list(q), repeats=3)
+    exact_ms = time_each(lambda row: exact.search(row, 10, exact=True), list(q), repeats=3)
+    return {
+        "vectors": len(exact),
+        "recall@10": round(float(np.mean(overlap)), 4),
+        "build_s": round(build_s, 2),
+        "hnsw_p50_ms": latency_summary(ann_ms)["p50_ms"],
+        "exact_p50_ms": latency_summary(exact_ms)["p50_ms"],
+    }
+
+
+def scifact() -> dict[str, Any] | None:
+    folder = shared_path("bench", "scifact")
+    if folder is None:
+        return None
+    from groundqa.engine import Engine
+    from groundqa.evaluate.beir import load_beir_set, retrieve_run, score_run
+    from groundqa.ingestion import ingest
+
+    test = load_beir_set(folder, "test")
+    train = load_beir_set(folder, "train")
+    index = DENSE_WORK / "scifact"
+    report = ingest([test.corpus], index, fmt="beir")
+    engine = Engine.open(index)
+    chunks = report.counts["chunks"]
+    build_s = sum(engine.manifest.timings_s.values())
+    embed_s = engine.manifest.timings_s.get("embed", 0.0)
+
+    tuning = {}
+    for plan in TUNE_CANDIDATES:
+        s = score_run(retrieve_run(engine, train.queries, depth=100, retriever=plan), train.qrels)
+        tuning[plan] = round(s["ndcg@10"], 4)
+    tuned = max(tuning, key=lambda p: (tuning[p], -TUNE_CANDIDATES.index(p)))
+
+    sample = list(test.queries.values())[:100]
+    runs: dict[str, dict[str, Any]] = {}
+    for plan in dict.fromkeys([*RETRIEVERS, tuned]):
+        s = score_run(retrieve_run(engine, test.queries, depth=100, retriever=plan), test.qrels)
+        ms = time_each(lambda q, p=plan: engine.search(q, depth=10, retriever=p), sample, repeats=3)
+        runs[plan] = {
+            "ndcg@10": round(s["ndcg@10"], 4),
+            "recall@100": round(s["recall@100"], 4),
+            "mrr@10": round(s["mrr@10"], 4),
+            **latency_summary(ms),
+        }
+    embed_ms = time_each(lambda q: engine.embed_query(q), sample, repeats=3)
+    build = engine._loaded.build_dir
+    return {
+        "queries": len(test.queries),
+        "train_queries": len(train.queries),
+        "chunks": chunks,
+        "runs": runs,
+        "tuning_train_ndcg@10": tuning,
+        "tuned": tuned,
+        "published": PUBLISHED,
+        "build_s": round(build_s, 1),
+        "embed_s": round(embed_s, 1),
+        "chunks_per_s": round(chunks / embed_s, 1) if embed_s else None,
+        "query_embedding": latency_summary(embed_ms),
+        "index_mb": round(_dir_mb(build), 1),
+        "vectors_mb": round((build / "vectors.npy").stat().st_size / 1e6, 1),
+        "peak_rss_mb": {r: round(_peak_memory_mb(index, sample, r), 1) for r in ("bm25", "hybrid")},
+        "ann": _ann_recall(engine, list(test.queries.values())),
+    }
+
+
+def _probe_runs(
+    corpus: list[Path], probes: list[Any], name: str, plans: tuple[str, ...]
+) -> dict[str, Any]:
+    from groundqa.engine import Engine
+    from groundqa.evaluate import evaluate_probes
+    from groundqa.ingestion import ingest
+
+    index = DENSE_WORK / name
+    ingest(corpus, index)
+    engine = Engine.open(index)
+    return {
+        plan: evaluate_probes(engine, probes, ks=(1, 2, 3, 5, 10), retriever=plan) for plan in plans
+    }
+
+
+def natech() -> dict[str, Any] | None:
+    csv = shared_path("corpora", "natech", "guidance.csv")
+    probes_file = shared_path("corpora", "natech", "probes.json")
+    if csv is None or probes_file is None:
+        return None
+    import seeds
+
+    reports = _probe_runs([csv], seeds.natech_probes(probes_file), "natech", RETRIEVERS)
+    out: dict[str, Any] = {}
+    for plan, report in reports.items():
+        first = next(r for r in report.results if r.probe.id == "natech-01")
+        out[plan] = {
+            **{
+                k: round(report.metrics[k], 4)
+                for k in ("recall@1", "recall@3", "recall@5", "hit@3", "mrr")
+            },
+            "natech-01 rank": first.rank,
+            "natech-01 question": first.probe.question,
+        }
+    return out
+
+
+def obliqa() -> dict[str, Any] | None:
+    folder = shared_path("bench", "obliqa")
+    if folder is None:
+        return None
+    from groundqa.engine import Engine
+    from groundqa.evaluate.beir import retrieve_run, score_run
+    from groundqa.ingestion import ingest
+    from retrieval import obliqa_dev
+
+    queries, qrels = obliqa_dev(folder)
+    index = DENSE_WORK / "obliqa"
+    report = ingest([folder / "StructuredRegulatoryDocuments"], index, fmt="obliqa")
+    engine = Engine.open(index)
+    out: dict[str, Any] = {
+        "queries": len(queries),
+        "chunks": report.counts["chunks"],
+        "embed_s": round(engine.manifest.timings_s.get("embed", 0.0), 1),
+    }
+    for plan in RETRIEVERS:
+        s = score_run(retrieve_run(engine, queries, depth=10, retriever=plan), qrels, ks=(10,))
+        out[plan] = {"recall@10": round(s["recall@10"], 4), "ndcg@10": round(s["ndcg@10"], 4)}
+    return out
+
+
+CITY_PLANS = (
+    "bm25",
+    "hybrid",
+    "hybrid+cap=2",
+    "hybrid+mmr=0.7",
+    "hybrid+places=boost",
+    "hybrid+places=filter",
+    "hybrid+cap=2+places=boost",
+)
+CITY_KEYS = (
+    "recall@1",
+    "recall@3",
+    "mrr",
+    "crowding@5",
+    "same_doc_crowding@5",
+    "paraphrase_rank1_all",
+    "paraphrase_rank1_any",
+)
+
+
+def city_guides() -> dict[str, Any] | None:
+    guides = shared_path("corpora", "city_guides")
+    if guides is None:
+        return None
+    from groundqa.evaluate import load_probes
+
+    probes = load_probes(ROOT / "bench" / "city_guides.probes.jsonl")
+    reports = _probe_runs([guides], probes, "city_guides", CITY_PLANS)
+    return {
+        plan: {k: round(r.metrics[k], 4) for k in CITY_KEYS if k in r.metrics}
+        for plan, r in reports.items()
+    }
+
+
+REGPACK_PLANS = ("bm25", "bm25+acr", "dense", "hybrid", "hybrid+acr", "hybrid+weighted")
+
+
+def regpack() -> dict[str, Any]:
+    from groundqa.evaluate import load_probes
+
+    probes = load_probes(ROOT / "examples" / "regpack.probes.jsonl")
+    reports = _probe_runs([ROOT / "examples" / "regpack"], probes, "regpack", REGPACK_PLANS)
+    keys = ("recall@1", "recall@3", "mrr", "ndcg@10", "false_refusal", "refused_out_of_scope")
+    return {plan: {k: round(r.metrics[k], 4) for k in keys} for plan, r in reports.items()}
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def run() -> dict[str, Any]:
+    DENSE_WORK.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {"machine": machine()}
+    seconds: dict[str, float] = {}
+    for name, fn in (
+        ("scifact", scifact),
+        ("natech", natech),
+        ("obliqa", obliqa),
+        ("city_guides", city_guides),
+        ("regpack", regpack),
+    ):
+        t = time.perf_counter()
+        data[name] = fn()
+        seconds[name] = round(time.perf_counter() - t, 1)
+    data["seconds"] = seconds
+    md = [
+        "## Dense and hybrid retrieval",
+        "",
+        "`python bench/dense.py` (part of `make bench`); embedder `minilm` (all-MiniLM-L6-v2, "
+        "int8 ONNX), fusion over each retriever's top 100; seconds per part: "
+        + ", ".join(f"{k} {v}" for k, v in seconds.items())
+        + ".",
+        "",
+    ]
+    sf = data["scifact"]
+    if sf:
+        md += [
+            f"**SciFact test** ({sf['queries']} queries, {sf['chunks']} chunks), same run; "
+            "latency is one `Engine.search` to depth 10 (hybrid includes embedding the query):",
+            "",
+            "| retriever | nDCG@10 | recall@100 | MRR@10 | p50 ms | p95 ms |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for plan, r in sf["runs"].items():
+            label = f"{plan} (chosen on train)" if plan == sf["tuned"] else plan
+            md.append(
+                _row(
+                    [
+                        label,
+                        f"{r['ndcg@10']:.4f}",
+                        f"{r['recall@100']:.4f}",
+                        f"{r['mrr@10']:.4f}",
+                        f"{r['p50_ms']:.2f}",
+                        f"{r['p95_ms']:.2f}",
+                    ]
+                )
+            )
+        md += [
+            "",
+            "Published and reference nDCG@10: "
+            + "; ".join(f"{k} {v}" for k, v in sf["published"].items())
+            + ".",
+            "",
+            f"Plans tried on SciFact train ({sf['train_queries']} queries, nDCG@10): "
+            + ", ".join(f"{p} {v:.4f}" for p, v in sf["tuning_train_ndcg@10"].items())
+            + f". Chosen: `{sf['tuned']}`.",
+            "",
+            f"Build {sf['build_s']} s, of which embedding {sf['embed_s']} s "
+            f"({sf['chunks_per_s']} chunks/s on 2 cores); query embedding p50 "
+            f"{sf['query_embedding']['p50_ms']:.1f} ms, p95 {sf['query_embedding']['p95_ms']:.1f} ms. "
+            f"Index on disk {sf['index_mb']} MB (vectors {sf['vectors_mb']} MB). Peak memory of a "
+            "process that opens the index and runs 100 queries: "
+            + ", ".join(f"{r} {v} MB" for r, v in sf["peak_rss_mb"].items())
+            + ".",
+            "",
+        ]
+        ann = sf["ann"]
+        if "skipped" in ann:
+            md += [f"HNSW: {ann['skipped']}.", ""]
+        else:
+            md += [
+                f"HNSW (faiss, M 32, efConstruction 200, efSearch 128) over the same {ann['vectors']} "
+                f"vectors: recall@10 against exact search {ann['recall@10']:.4f} over all test "
+                f"queries; search p50 {ann['hnsw_p50_ms']:.3f} ms against {ann['exact_p50_ms']:.3f} ms "
+                f"exact; built in {ann['build_s']} s.",
+                "",
+            ]
+    nt = data["natech"]
+    if nt:
+        md += [
+            "**Natech guidance** (the seed system's 12 probes, chapter level):",
+            "",
+            "| retriever | recall@1 | recall@3 | recall@5 | hit@3 | MRR | rank of natech-01 |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for plan, r in nt.items():
+            md.append(
+                _row(
+                    [plan]
+                    + [f"{r[k]:.3f}" for k in ("recall@1", "recall@3", "recall@5", "hit@3", "mrr")]
+                    + [str(r["natech-01 rank"] or "not in top 30")]
+                )
+            )
+        first = next(iter(nt.values()))
+        md += ["", f'natech-01 is "{first["natech-01 question"]}".', ""]
+    ob = data["obliqa"]
+    if ob:
+        md += [
+            f"**ObliQA dev** ({ob['queries']} questions, {ob['chunks']} passages; embedding "
+            f"{ob['embed_s']} s): "
+            + ", ".join(
+                f"{p} recall@10 {ob[p]['recall@10']:.4f} (nDCG@10 {ob[p]['ndcg@10']:.4f})"
+                for p in RETRIEVERS
+            )
+            + ".",
+            "",
+        ]
+    cg = data["city_guides"]
+    if cg:
+        keys = [k for k in CITY_KEYS if k in next(iter(cg.values()))]
+        md += [
+            "**City guides** (`bench/city_guides.probes.jsonl`): crowding (top-5 slots held by "
+            "unexpected sections, and by other sections of the expected document) with and "
+            "without diversity and the gazetteer, and rank-1 stability across paraphrases:",
+            "",
+            _row(["retriever", *keys]),
+            "|---|" + "---:|" * len(keys),
+        ]
+        for plan, r in cg.items():
+            md.append(_row([plan] + [f"{r[k]:.3f}" for k in keys]))
+        md.append("")
+    rp = data["regpack"]
+    keys = list(next(iter(rp.values())))
+    md += [
+        "**Example corpus** (`examples/regpack.probes.jsonl`), acronym expansion on and off "
+        "(`+acr`):",
+        "",
+        _row(["retriever", *keys]),
+        "|---|" + "---:|" * len(keys),
+    ]
+    for plan, r in rp.items():
+        md.append(_row([plan] + [f"{r[k]:.3f}" for k in keys]))
+    write_result("dense", data, "\n".join(md))
+    return data
+
+
+if __name__ == "__main__":
+    run()
