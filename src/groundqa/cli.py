@@ -463,10 +463,13 @@ CHAT_HELP = """commands: :k N (passages to retrieve)  :filter KEY=VALUE  :filter
     type=int,
     help="Passages to retrieve (default: the preset for each question's intent).",
 )
+@_retriever_option
 @_with_generator_options
 def chat(
     index_dir: str,
     k: int | None,
+    retriever: str | None,
+    embedder_url: str | None,
     generator: str,
     generator_url: str | None,
     temperature: float | None,
@@ -475,9 +478,11 @@ def chat(
 ) -> None:
     """Ask questions one after another with the index kept loaded."""
     from groundqa.engine import Engine
-    from groundqa.retrieve import check_k
+    from groundqa.retrieve import check_k, check_retriever
 
-    engine = Engine.open(index_dir)
+    engine = Engine.open(index_dir, _embedder_options(embedder_url))
+    if retriever is not None:
+        check_retriever(retriever, engine.retrievers)
     if k is not None:
         check_k(k)
     options = _options(generator_url, timeout)
@@ -531,6 +536,7 @@ def chat(
                 line,
                 k=k,
                 filters=filters,
+                retriever=retriever,
                 generator=generator,
                 options=options,
                 temperature=temperature,
@@ -577,6 +583,14 @@ def inspect(index_dir: str, sections: bool, as_json: bool) -> None:
     )
     out.print(f"chunker: {m.chunker}")
     out.print(f"lexical: {m.lexical}")
+    d = m.dense
+    out.print(
+        f"vectors: {d['embedder']} ({d['model_id']}, {d['dim']} dimensions, "
+        f"{'HNSW above ' + str(d['ann_threshold']) + ' chunks' if 'ann_threshold' in d else 'exact'})"
+        if d
+        else "vectors: none (built with --no-dense; bm25 only)"
+    )
+    out.print(f"acronyms defined in the corpus: {report.acronyms}")
     gate = m.gate
     out.print(
         f"gate: {gate.get('kind')} min_coverage={gate.get('min_coverage')} "
@@ -820,6 +834,11 @@ def _fmt_metric(key: str, value: float) -> str:
     show_default=True,
     help="Seconds to wait for a network or local model generator.",
 )
+@click.option(
+    "--embedder-url",
+    default=None,
+    help="Base URL of the index's ollama: or openai: embedding server, if not the default.",
+)
 def serve(
     index_dir: str,
     host: str,
@@ -831,6 +850,7 @@ def serve(
     access_log: bool,
     generator_url: str | None,
     timeout: float,
+    embedder_url: str | None,
 ) -> None:
     """Serve the HTTP API and the web page over one index."""
     import errno
@@ -838,7 +858,7 @@ def serve(
 
     from groundqa.engine import Engine
 
-    engine = Engine.open(index_dir)
+    engine = Engine.open(index_dir, _embedder_options(embedder_url))
     try:
         import uvicorn
 

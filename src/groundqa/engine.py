@@ -211,15 +211,15 @@ class Engine:
             plan.method == "hybrid" or plan.cap or plan.mmr is not None or plan.places == "boost"
         )
         pool = max(depth, POOL) if widen else max(depth, RERANK_DEPTH if reranker else 0)
+        rerank = self.reranker(reranker, options) if reranker else None
+        keep = max(depth, RERANK_DEPTH) if rerank is not None else depth
         ranked = self._rank(plan, query, pool, allowed)
         if plan.places == "boost" and places:
             ranked = self._boost(ranked, places)
         if plan.cap is not None:
-            ranked = cap_per_group(ranked, lambda r: self.chunks[r[0]].doc_id, plan.cap, depth)
+            ranked = cap_per_group(ranked, lambda r: self.chunks[r[0]].doc_id, plan.cap, keep)
         if plan.mmr is not None:
-            ranked = self._mmr(ranked, plan.mmr, depth)
-        rerank = self.reranker(reranker, options) if reranker else None
-        keep = max(depth, RERANK_DEPTH) if rerank is not None else depth
+            ranked = self._mmr(ranked, plan.mmr, keep)
         hits = [
             Hit(chunk=self.chunks[row], score=score, rank=rank, retriever=plan.spec)
             for rank, (row, score) in enumerate(ranked[:keep], start=1)

@@ -29,6 +29,7 @@ class InspectReport:
     boundary_issues: list[BoundaryIssue]
     staleness: str
     section_ids: list[str]
+    acronyms: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -37,6 +38,7 @@ class InspectReport:
             "split_sections": self.split_sections,
             "boundary_issues": [b.to_dict() for b in self.boundary_issues],
             "staleness": self.staleness,
+            "acronyms": self.acronyms,
         }
 
 
@@ -72,4 +74,5 @@ def inspect_index(index_dir: Path) -> InspectReport:
         boundary_issues=issues,
         staleness=staleness,
         section_ids=sorted({c.section_id for c in chunks}),
+        acronyms=len(loaded.acronyms),
     )

@@ -299,7 +299,7 @@ class LLMReranker:
 
     def _call(self) -> HttpCall:
         # Errors name the reranker, so a user knows which of two model servers failed.
-        return replace(self.generator._call(), backend=f"reranker {self.name}")
+        return replace(self.generator.http_call(), backend=f"reranker {self.name}")
 
     def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         model = self.generator.model

@@ -172,7 +172,7 @@ class OpenAIEmbedder(_RemoteEmbedder):
     def _call(self) -> HttpCall:
         # The generator's call carries the key header, the secrets to scrub and the 401
         # hint, read from the environment now; only the path and the error type differ.
-        chat = openai_gen.OpenAIGenerator(self.model, self.base_url, self.timeout_s)._call()
+        chat = openai_gen.OpenAIGenerator(self.model, self.base_url, self.timeout_s).http_call()
         return replace(chat, url=endpoint(self.base_url, "/embeddings"), error_type=EmbeddingError)
 
     def _rows(self, call: HttpCall, reply: Any, count: int) -> list[list[float]]:

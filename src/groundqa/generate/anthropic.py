@@ -108,7 +108,7 @@ class AnthropicGenerator:
             timeout_s=options.timeout_s,
         )
 
-    def _call(self) -> HttpCall:
+    def http_call(self) -> HttpCall:
         key = env_secret("ANTHROPIC_API_KEY") or ""
         url = (self.base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
         return HttpCall(
@@ -158,7 +158,7 @@ class AnthropicGenerator:
         early = refuse_without_sources(evidence, PROMPT_VERSION)
         if early is not None:
             return early
-        call = self._call()
+        call = self.http_call()
         s = evidence.settings
         with self._errors(call), self._client() as client:
             message = client.messages.create(
@@ -176,7 +176,7 @@ class AnthropicGenerator:
     def _pieces(self, evidence: Evidence) -> Iterator[str]:
         """The reply's text deltas from the SDK's Messages stream."""
         with (
-            self._errors(self._call()),
+            self._errors(self.http_call()),
             self._client() as client,
             client.messages.stream(
                 model=self.model,

@@ -84,7 +84,7 @@ class OllamaGenerator:
             timeout_s=options.timeout_s,
         )
 
-    def _call(self) -> HttpCall:
+    def http_call(self) -> HttpCall:
         return HttpCall("ollama", endpoint(self.base_url, "/api/chat"), self.timeout_s)
 
     def request(self, evidence: Evidence, *, stream: bool) -> dict[str, Any]:
@@ -102,7 +102,7 @@ class OllamaGenerator:
         early = refuse_without_sources(evidence, PROMPT_VERSION)
         if early is not None:
             return early
-        call = self._call()
+        call = self.http_call()
         reply = post_json(call, self.request(evidence, stream=False))
         if isinstance(reply, dict) and isinstance(reply.get("error"), str):
             raise call.error(f"ollama reported an error: {reply['error']}")
@@ -117,7 +117,7 @@ class OllamaGenerator:
 
     def _pieces(self, evidence: Evidence) -> Iterator[str]:
         """The reply's text as Ollama streams it (NDJSON lines until `done: true`)."""
-        call = self._call()
+        call = self.http_call()
         for obj in json_lines(call, post_lines(call, self.request(evidence, stream=True))):
             if isinstance(obj.get("error"), str):
                 raise call.error(f"ollama reported an error: {obj['error']}")

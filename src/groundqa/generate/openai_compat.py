@@ -82,7 +82,7 @@ class OpenAIGenerator:
             timeout_s=options.timeout_s,
         )
 
-    def _call(self) -> HttpCall:
+    def http_call(self) -> HttpCall:
         url = endpoint(self.base_url, "/chat/completions")
         azure = env_secret("AZURE_OPENAI_API_KEY")
         openai = env_secret("OPENAI_API_KEY")
@@ -108,7 +108,7 @@ class OpenAIGenerator:
         early = refuse_without_sources(evidence, PROMPT_VERSION)
         if early is not None:
             return early
-        call = self._call()
+        call = self.http_call()
         reply = post_json(call, self.request(evidence, stream=False))
         if isinstance(reply, dict) and "error" in reply:
             raise call.error(f"openai reported an error: {server_message(json.dumps(reply))}")
@@ -127,7 +127,7 @@ class OpenAIGenerator:
 
     def _pieces(self, evidence: Evidence) -> Iterator[str]:
         """The reply's text as an OpenAI-compatible server streams it (SSE until `[DONE]`)."""
-        call = self._call()
+        call = self.http_call()
         finished = False
         for number, payload in sse_data(post_lines(call, self.request(evidence, stream=True))):
             if payload == "[DONE]":
