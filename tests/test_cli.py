@@ -278,7 +278,7 @@ def test_retrievers_side_by_side_and_retriever_plans(built: Path) -> None:
     proc = run("eval", "--index", built, "--probes", REGPACK_PROBES, "--k", "1,3", "--json")
     assert proc.returncode == 0, proc.stderr
     metrics = json.loads(proc.stdout)["metrics"]
-    assert list(metrics) == ["bm25", "dense", "hybrid"]
+    assert list(metrics) == ["bm25", "dense", "hybrid", "hybrid+weighted=0.5/0.5+defs"]
     assert all(0 < m["recall@3"] <= 1 for m in metrics.values())
     proc = run(
         "ask",
@@ -301,7 +301,7 @@ def test_ingest_without_vectors_and_with_a_wrong_embedder(tmp_path: Path) -> Non
     proc = run("ingest", corpus, "--index", tmp_path / "lex", "--no-dense", "--json")
     assert proc.returncode == 0, proc.stderr
     proc = run("ask", "last train from Portmere", "--index", tmp_path / "lex", "--json")
-    assert {p["retriever"] for p in json.loads(proc.stdout)["passages"]} == {"bm25"}
+    assert {p["retriever"] for p in json.loads(proc.stdout)["passages"]} == {"bm25+defs"}
     proc = run("ingest", corpus, "--index", tmp_path / "x", "--embedder", "bert-base")
     assert proc.returncode == 2
     assert "unknown embedder 'bert-base'; available: minilm, ollama, openai" in one_error_line(proc)

@@ -151,7 +151,8 @@ def test_the_manifest_records_the_embedder_and_the_vectors_are_sealed(regpack_in
     assert dense["model_id"] == "all-MiniLM-L6-v2/onnx-int8"
     assert VECTORS in engine.manifest.files
     assert engine.retrievers == ("bm25", "dense", "hybrid")
-    assert engine.default_retriever == "hybrid"
+    assert engine.default_retriever == "hybrid+weighted=0.5/0.5+defs"
+    assert engine.compared_retrievers == ["bm25", "dense", "hybrid", engine.default_retriever]
 
 
 def test_dense_finds_a_paraphrase_that_shares_no_keyword(engine: Engine) -> None:
@@ -224,11 +225,11 @@ def test_place_filter_and_boost_use_the_corpus_gazetteer(engine: Engine) -> None
 def test_an_index_without_vectors_serves_bm25_only(tmp_path: Path) -> None:
     ingest([write_small_corpus(tmp_path / "c")], tmp_path / "idx", dense=None)
     engine = Engine.open(tmp_path / "idx")
-    assert engine.retrievers == ("bm25",) and engine.default_retriever == "bm25"
+    assert engine.retrievers == ("bm25",) and engine.default_retriever == "bm25+defs"
     assert engine.manifest.dense == {} and VECTORS not in engine.manifest.files
     with pytest.raises(UsageError, match="needs vectors and this index has none"):
         engine.retrieve("trains", retriever="hybrid")
-    assert engine.retrieve("trains")[0].retriever == "bm25"
+    assert engine.retrieve("trains")[0].retriever == "bm25+defs"
 
 
 def _minilm_index(tmp_path: Path) -> Path:
@@ -373,3 +374,31 @@ def test_an_llm_reranker_reorders_what_retrieval_found(engine: Engine) -> None:
     assert noisy and [h.chunk.chunk_id for h in reranked[: len(noisy)]] == noisy[:5]
     assert all(h.retriever == "bm25+rerank" for h in reranked) and reranked[0].score == 9
     assert "noise" in answer.passages[0].chunk.index_text().lower()
+
+
+def test_defs_lifts_the_passage_that_defines_the_term(tmp_path: Path) -> None:
+    corpus = tmp_path / "defs"
+    corpus.mkdir()
+    (corpus / "uses.md").write_text(
+        "# Turbine siting\n\n## Distances\n\nThe setback from a road is 300 metres and the "
+        "setback from a dwelling is 1,500 metres, measured from the tower base.\n",
+        encoding="utf-8",
+    )
+    (corpus / "terms.md").write_text(
+        "# Planning terms\n\n## Words used in this code\n\nA setback is the least distance "
+        "between a structure and a boundary, road or dwelling. Consent is a written approval.\n",
+        encoding="utf-8",
+    )
+    ingest([corpus], tmp_path / "idx", dense=None)
+    engine = Engine.open(tmp_path / "idx")
+    question = "What is a setback?"
+    plain = engine.retrieve(question, k=2, retriever="bm25")
+    lifted = engine.retrieve(question, k=2, retriever="bm25+defs")
+    assert plain[0].chunk.doc_id == "uses.md"
+    assert lifted[0].chunk.doc_id == "terms.md"
+    assert lifted[0].score == pytest.approx(2 * plain[1].score)
+    # A question that is not a definition question leaves the ranking alone.
+    other = "How far is the setback from a dwelling?"
+    assert [h.chunk.chunk_id for h in engine.retrieve(other, k=2, retriever="bm25+defs")] == [
+        h.chunk.chunk_id for h in engine.retrieve(other, k=2, retriever="bm25")
+    ]

@@ -47,7 +47,7 @@ def test_example_corpus_figures(tmp_path: Path) -> None:
     ingest([REGPACK], tmp_path / "idx")
     engine = Engine.open(tmp_path / "idx")
     probes = load_probes(REGPACK_PROBES)
-    reports = [evaluate_probes(engine, probes, retriever=r) for r in engine.retrievers]
+    reports = [evaluate_probes(engine, probes, retriever=r) for r in engine.compared_retrievers]
     labels = {
         "recall@1": "recall@1",
         "recall@3": "recall@3",
@@ -60,7 +60,9 @@ def test_example_corpus_figures(tmp_path: Path) -> None:
         "answer contains the expected fact, from the cited passage": "answer_grounded",
     }
     text = block("eval:regpack")
-    assert text.splitlines()[0] == "| metric | bm25 | dense | hybrid |"
+    assert text.splitlines()[0] == (
+        "| metric | bm25 | dense | hybrid | hybrid+weighted=0.5/0.5+defs (the default) |"
+    )
     rows = {
         m.group(1): m.group(2).split(" | ")
         for m in re.finditer(r"^\| (.+?) \| ([\d. |]+) \|$", text, re.M)

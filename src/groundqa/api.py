@@ -131,8 +131,8 @@ class QueryRequest(BaseModel):
     )
     retriever: Name | None = Field(
         None,
-        description="bm25, dense or hybrid, with options (e.g. hybrid+cap=2); "
-        "by default hybrid where the index has vectors, else bm25.",
+        description="bm25, dense or hybrid, with options (e.g. hybrid+cap=2); by default "
+        "the index's plan (hybrid+weighted=0.5/0.5+defs where it has vectors, else bm25+defs).",
     )
     generator: Name = "extractive"
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature.")

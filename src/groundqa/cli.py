@@ -358,7 +358,8 @@ def _retriever_option(f: Any) -> Any:
         "--retriever",
         default=None,
         help="bm25, dense or hybrid, with options such as hybrid+weighted or bm25+cap=2 "
-        "(see README); default: hybrid where the index has vectors, else bm25.",
+        "(see README); default: hybrid+weighted=0.5/0.5+defs where the index has vectors, "
+        "else bm25+defs.",
     )(f)
 
 
@@ -647,7 +648,7 @@ def _parse_ks(value: str) -> list[int]:
     "--retrievers",
     default=None,
     help="Comma-separated retrievers to compare, e.g. bm25,dense,hybrid,hybrid+weighted "
-    "(default: every method the index serves; bm25,dense,hybrid for --beir).",
+    "(default: each method the index serves and its default plan; bm25,dense,hybrid for --beir).",
 )
 @click.option(
     "--k",
@@ -739,7 +740,7 @@ def _eval_probes(
 
     probes = load_probes(probes_path)
     engine = Engine.open(index_dir)
-    names = names or list(engine.retrievers)
+    names = names or engine.compared_retrievers
     reports = [evaluate_probes(engine, probes, ks=ks, retriever=name) for name in names]
     if report_dir:
         from groundqa.evaluate.report import write_probe_report

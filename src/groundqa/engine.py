@@ -10,7 +10,7 @@ pipeline logic of its own.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from groundqa.acronyms import expand_query
 from groundqa.audit import audit_answer
+from groundqa.definitions import defined_term, defines
 from groundqa.embed import Embedder, EmbedderOptions, Matrix, get_embedder
 from groundqa.errors import GenerationError, UsageError
 from groundqa.fusion import cap_per_group, mmr
@@ -38,6 +39,9 @@ from groundqa.index.store import Manifest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.rerank import Reranker, get_reranker
 from groundqa.retrieve import (
+    DEFAULT_DENSE_PLAN,
+    DEFAULT_LEXICAL_PLAN,
+    DEFINITION_BOOST,
     PLACE_BOOST,
     POOL,
     FacetIndex,
@@ -90,8 +94,14 @@ class Engine:
 
     @property
     def default_retriever(self) -> str:
-        """hybrid where the index has vectors, else bm25 (see the README's retrieval table)."""
-        return "hybrid" if self._loaded.vectors is not None else "bm25"
+        """The plan used when none is named: hybrid where the index has vectors, else bm25
+        (`retrieve.DEFAULT_DENSE_PLAN`; see the README's retrieval tables)."""
+        return DEFAULT_DENSE_PLAN if self._loaded.vectors is not None else DEFAULT_LEXICAL_PLAN
+
+    @property
+    def compared_retrievers(self) -> list[str]:
+        """What `eval` compares when not told: each method alone, and the default plan."""
+        return list(dict.fromkeys([*self.retrievers, self.default_retriever]))
 
     @property
     def acronyms(self) -> dict[str, str]:
@@ -207,15 +217,27 @@ class Engine:
         if scoped is not None:
             allowed = scoped if allowed is None else allowed & scoped
         query = expand_query(question, self.acronyms) if plan.acronyms else question
+        term = defined_term(question) if plan.definitions else None
         widen = (
-            plan.method == "hybrid" or plan.cap or plan.mmr is not None or plan.places == "boost"
+            plan.method == "hybrid"
+            or plan.cap
+            or plan.mmr is not None
+            or plan.places == "boost"
+            or term is not None
         )
         pool = max(depth, POOL) if widen else max(depth, RERANK_DEPTH if reranker else 0)
         rerank = self.reranker(reranker, options) if reranker else None
         keep = max(depth, RERANK_DEPTH) if rerank is not None else depth
         ranked = self._rank(plan, query, pool, allowed)
         if plan.places == "boost" and places:
-            ranked = self._boost(ranked, places)
+            named = np.zeros(len(self.chunks), dtype=bool)
+            for key, values in places.items():
+                named |= self.facets.rows(key, values)
+            ranked = _lift(ranked, lambda row: bool(named[row]), PLACE_BOOST)
+        if term is not None:
+            ranked = _lift(
+                ranked, lambda row: defines(self.chunks[row].text, term), DEFINITION_BOOST
+            )
         if plan.cap is not None:
             ranked = cap_per_group(ranked, lambda r: self.chunks[r[0]].doc_id, plan.cap, keep)
         if plan.mmr is not None:
@@ -253,18 +275,6 @@ class Engine:
             [[(str(i), s) for i, s in lexical], [(str(i), s) for i, s in dense]]
         )
         return [(int(key), score) for key, score in fused]
-
-    def _boost(
-        self, ranked: list[tuple[int, float]], places: Mapping[str, Sequence[str]]
-    ) -> list[tuple[int, float]]:
-        """Chunks carrying a place the question names move up by `PLACE_BOOST` of their score."""
-        named = np.zeros(len(self.chunks), dtype=bool)
-        for key, values in places.items():
-            named |= self.facets.rows(key, values)
-        boosted = [
-            (row, score * (1 + PLACE_BOOST) if named[row] else score) for row, score in ranked
-        ]
-        return sorted(boosted, key=lambda r: (-r[1], r[0]))
 
     def _mmr(self, ranked: list[tuple[int, float]], lam: float, k: int) -> list[tuple[int, float]]:
         """Maximal marginal relevance over the candidates' own vectors."""
@@ -446,3 +456,11 @@ class Engine:
         timings["audit"] = (time.perf_counter() - t) * 1000
         timings["total"] = timings.get("total", 0.0) + timings["audit"]
         return replace(answer, audit=audit, timings_ms=timings)
+
+
+def _lift(
+    ranked: list[tuple[int, float]], chosen: Callable[[int], bool], boost: float
+) -> list[tuple[int, float]]:
+    """The ranking with the chosen rows' scores raised by `boost` of themselves, re-sorted."""
+    lifted = [(row, score * (1 + boost) if chosen(row) else score) for row, score in ranked]
+    return sorted(lifted, key=lambda r: (-r[1], r[0]))

@@ -28,10 +28,18 @@ from groundqa.models import Chunk
 
 RETRIEVERS = ("bm25", "dense", "hybrid")
 PLACE_MODES = ("off", "filter", "boost")
-# A chunk that names a place the question names scores this much more (before diversity).
+# A chunk that names a place the question names, or defines the term a definition question
+# asks about, scores this much more (before diversity).
 PLACE_BOOST = 0.5
+DEFINITION_BOOST = 1.0
 # Hybrid fuses each retriever's best POOL (or more when a deeper list is asked for).
 POOL = 100
+# What an index answers with when no retriever is named. Plain `hybrid` is reciprocal-rank
+# fusion; the default weighs min-max-normalised BM25 and cosine scores equally (the fusion
+# chosen on SciFact *train*) and lifts passages that define the term a definition question
+# asks about. `bench/dense.py` measures each part on and off.
+DEFAULT_DENSE_PLAN = "hybrid+weighted=0.5/0.5+defs"
+DEFAULT_LEXICAL_PLAN = "bm25+defs"
 MAX_K = 100
 MAX_QUESTION_CHARS = 2000
 PLACE_KEYS = ("area", "state")
@@ -186,6 +194,8 @@ class Plan:
         +rrf=K | +weighted[=A/B]       fusion rule (default rrf, k=60; weighted 0.3/0.7)
         +acr                           expand acronyms the corpus defines (off by default:
                                        measured, it costs nDCG on SciFact and the example corpus)
+        +defs                          a definition question ("What is a X?") lifts passages
+                                       that define X (see `definitions`)
         +places=filter | +places=boost gazetteer: places named in the question
         +cap=N                         at most N chunks from one document
         +mmr=L                         maximal marginal relevance, L in [0, 1] (needs vectors)
@@ -195,6 +205,7 @@ class Plan:
     spec: str
     fusion: Fusion = field(default_factory=lambda: PRESETS["rrf"])
     acronyms: bool = False
+    definitions: bool = False
     places: str = "off"
     cap: int | None = None
     mmr: float | None = None
@@ -205,7 +216,7 @@ class Plan:
 
 
 PLAN_FORMS = (
-    "METHOD in bm25, dense, hybrid; options: +rrf=K, +weighted[=A/B], +acr, "
+    "METHOD in bm25, dense, hybrid; options: +rrf=K, +weighted[=A/B], +acr, +defs, "
     "+places=filter|boost, +cap=N, +mmr=L"
 )
 
@@ -229,6 +240,8 @@ def parse_plan(spec: str) -> Plan:
                 plan["fusion"] = fusion
             elif key == "acr" and not value:
                 plan["acronyms"] = True
+            elif key == "defs" and not value:
+                plan["definitions"] = True
             elif key == "places" and value in PLACE_MODES:
                 plan["places"] = value
             elif key == "cap":

@@ -136,7 +136,8 @@
     if (health.version) foot.push(`groundqa ${health.version}`);
     if (index.build_id) foot.push(`build ${index.build_id}`);
     if (index.created_at) foot.push(`built ${index.created_at}`);
-    if (Array.isArray(health.retrievers)) foot.push(`retriever ${health.retrievers.join(", ")}`);
+    if (health.default_retriever) foot.push(`retriever ${health.default_retriever}`);
+    if (health.embedder && health.embedder.model_id) foot.push(`embedder ${health.embedder.model_id}`);
     const gate = health.gate || {};
     if (gate.min_coverage !== undefined) {
       foot.push(
