@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import json
-import resource
 import subprocess
 import sys
 import time
@@ -66,19 +65,22 @@ def _dir_mb(path: Path) -> float:
 
 
 def _peak_memory_mb(index: Path, queries: list[str], retriever: str) -> float:
-    """Peak RSS of a fresh process that opens the index and runs the queries."""
+    """Peak RSS of a fresh process that opens the index and runs the queries (it reports
+    its own `ru_maxrss`, so no other child of this benchmark can count)."""
     code = (
-        "import sys, json; from groundqa.engine import Engine\n"
+        "import sys, json, resource; from groundqa.engine import Engine\n"
         "e = Engine.open(sys.argv[1]); qs = json.loads(sys.stdin.read())\n"
         "[e.search(q, depth=100, retriever=sys.argv[2]) for q in qs]\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
-    subprocess.run(
+    proc = subprocess.run(
         [sys.executable, "-c", code, str(index), retriever],
         input=json.dumps(queries),
         text=True,
         check=True,
+        capture_output=True,
     )
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return int(proc.stdout.split()[-1]) / 1024
 
 
 def _ann_recall(engine: Any, queries: list[str]) -> dict[str, Any]:

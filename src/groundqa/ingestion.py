@@ -92,9 +92,11 @@ class IngestReport:
 # and an ObliQA breadcrumb is the chapter path shared by dozens of clauses. Boosting
 # them costs nDCG@10 while section headings gain; `bench/retrieval.py` measures both
 # weights on natech, SciFact train and ObliQA dev (the "breadcrumb field" table).
-DEFAULT_DENSE = DenseSettings()
-
 NO_HEADING_BOOST = frozenset({"beir", "obliqa"})
+
+
+# Vectors by default: the offline MiniLM, exact search below 100,000 chunks.
+DEFAULT_DENSE = DenseSettings()
 
 
 def default_bm25(documents: Sequence[Document]) -> BM25Settings:

@@ -118,10 +118,14 @@ class VectorIndex:
         if self.ann is not None and allowed is None and not exact:
             found, ids = self.ann.search(query.reshape(1, -1).astype(np.float32), k)
             return [(int(i), float(s)) for s, i in zip(found[0], ids[0], strict=True) if i >= 0]
-        rows = np.arange(len(self)) if allowed is None else np.flatnonzero(allowed)
+        q = query.reshape(-1)
+        if allowed is None:  # no copy of the matrix: one product over all rows
+            rows, scores = np.arange(len(self)), self.vectors @ q
+        else:
+            rows = np.flatnonzero(allowed)
+            scores = self.vectors[rows] @ q
         if rows.size == 0:
             return []
-        scores = self.vectors[rows] @ query.reshape(-1)
         if rows.size > k:
             part = np.argpartition(-scores, k - 1)[:k]
             rows, scores = rows[part], scores[part]
