@@ -81,7 +81,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
 @pytest.fixture(scope="module")
 def report(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> EvalReport:
     path = _write_probes(tmp_path_factory.mktemp("probes") / "probes.jsonl", PROBES)
-    return evaluate_probes(engine, load_probes(path), ks=KS)
+    return evaluate_probes(engine, load_probes(path), ks=KS, retriever="bm25")
 
 
 def _table_rows(markdown: str, header_start: str) -> list[list[str]]:
