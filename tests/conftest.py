@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.fakes import FakeServer, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -71,3 +74,17 @@ def need_shared(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"needs {path} (the ../shared data folder beside the project)")
     return path
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Reply], FakeServer]]:
+    """Start fake servers for one test; every one is closed when the test ends."""
+    servers: list[FakeServer] = []
+
+    def start(reply: Reply) -> FakeServer:
+        servers.append(FakeServer(reply))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()

@@ -8,12 +8,9 @@ that speaks Ollama's `/api/embed` and embeds by hashing words.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +24,7 @@ from groundqa.index.store import current_build
 from groundqa.ingestion import ingest
 from groundqa.retrieve import parse_plan
 from tests.conftest import REGPACK, write_small_corpus
+from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url
 
 # --- a local embedding server --------------------------------------------------------------
 
@@ -38,46 +36,15 @@ def _hash_vector(text: str, dim: int) -> list[float]:
     return v.tolist()
 
 
-@contextlib.contextmanager
-def embed_server(dim: int = 16) -> Iterator[tuple[str, dict[str, int]]]:
-    state = {"dim": dim, "calls": 0}
+def hash_embeddings(state: dict[str, int]) -> Reply:
+    """Ollama's `/api/embed`, embedding by hashing words into `state["dim"]` dimensions."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state["calls"] += 1
-            reply = json.dumps(
-                {
-                    "model": body["model"],
-                    "embeddings": [_hash_vector(t, state["dim"]) for t in body["input"]],
-                }
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
+    def reply(seen: Seen, out: Out) -> None:
+        body = seen.body
+        vectors = [_hash_vector(t, state["dim"]) for t in body["input"]]
+        out.json({"model": body["model"], "embeddings": vectors})
 
-        def log_message(self, *args: object) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", state
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def _closed_port_url() -> str:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return reply
 
 
 # --- the vector index ----------------------------------------------------------------------
@@ -255,7 +222,7 @@ def test_unreachable_embedder_keeps_the_previous_index(tmp_path: Path) -> None:
     corpus = write_small_corpus(tmp_path / "c")
     ingest([corpus], tmp_path / "idx", dense=None)
     before = current_build(tmp_path / "idx")
-    url = _closed_port_url()
+    url = closed_port_url()
     with pytest.raises(EmbeddingError, match=f"cannot reach ollama at {url}/api/embed"):
         ingest(
             [corpus],
@@ -267,22 +234,25 @@ def test_unreachable_embedder_keeps_the_previous_index(tmp_path: Path) -> None:
     assert Engine.open(tmp_path / "idx").retrieve("trains")
 
 
-def test_an_index_refuses_queries_from_another_model_or_dimension(tmp_path: Path) -> None:
+def test_an_index_refuses_queries_from_another_model_or_dimension(
+    tmp_path: Path, serve: Callable[[Reply], FakeServer]
+) -> None:
     corpus = write_small_corpus(tmp_path / "c")
-    with embed_server(dim=16) as (url, state):
-        ingest(
-            [corpus],
-            tmp_path / "idx",
-            dense=DenseSettings("ollama:hash16"),
-            embedder_options=EmbedderOptions(base_url=url),
-        )
-        engine = Engine.open(tmp_path / "idx", EmbedderOptions(base_url=url))
-        assert engine.manifest.dense["model_id"] == "ollama:hash16"
-        hits = engine.retrieve("last train back from Portmere", retriever="dense")
-        assert hits[0].chunk.section_path[-1] == "Getting there"
-        state["dim"] = 8  # the server now answers with another model's vectors
-        with pytest.raises(EmbeddingError, match="the query vector has 8 dimensions, the index 16"):
-            engine.retrieve("last train", retriever="dense")
+    state = {"dim": 16}
+    url = serve(hash_embeddings(state)).url
+    ingest(
+        [corpus],
+        tmp_path / "idx",
+        dense=DenseSettings("ollama:hash16"),
+        embedder_options=EmbedderOptions(base_url=url),
+    )
+    engine = Engine.open(tmp_path / "idx", EmbedderOptions(base_url=url))
+    assert engine.manifest.dense["model_id"] == "ollama:hash16"
+    hits = engine.retrieve("last train back from Portmere", retriever="dense")
+    assert hits[0].chunk.section_path[-1] == "Getting there"
+    state["dim"] = 8  # the server now answers with another model's vectors
+    with pytest.raises(EmbeddingError, match="the query vector has 8 dimensions, the index 16"):
+        engine.retrieve("last train", retriever="dense")
     # The model is named in the manifest, and a query embedder must match it.
     manifest = json.loads((current_build(tmp_path / "idx") / "manifest.json").read_text())
     assert manifest["dense"]["embedder"] == "ollama:hash16"
@@ -322,54 +292,29 @@ def test_plans_parse_and_reject_wrong_options() -> None:
             parse_plan(bad)
 
 
-@contextlib.contextmanager
-def rating_server(keyword: str) -> Iterator[tuple[str, list[str]]]:
-    """Ollama's /api/chat, rating a passage 9 when it holds `keyword`, else 1."""
-    asked: list[str] = []
+def ratings(keyword: str) -> Reply:
+    """Ollama's `/api/chat`, rating a passage 9 when it holds `keyword`, else 1."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            prompt = "\n".join(m["content"] for m in body["messages"])
-            asked.append(prompt)
-            rating = "9" if keyword in prompt.lower() else "1"
-            reply = json.dumps(
-                {
-                    "model": body["model"],
-                    "message": {"role": "assistant", "content": rating},
-                    "done": True,
-                }
-            ).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(reply)))
-            self.end_headers()
-            self.wfile.write(reply)
+    def reply(seen: Seen, out: Out) -> None:
+        prompt = "\n".join(m["content"] for m in seen.body["messages"])
+        message = {"role": "assistant", "content": "9" if keyword in prompt.lower() else "1"}
+        out.json({"model": seen.body["model"], "message": message, "done": True})
 
-        def log_message(self, *args: object) -> None:
-            return None
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", asked
-    finally:
-        server.shutdown()
-        server.server_close()
+    return reply
 
 
-def test_an_llm_reranker_reorders_what_retrieval_found(engine: Engine) -> None:
+def test_an_llm_reranker_reorders_what_retrieval_found(
+    engine: Engine, serve: Callable[[Reply], FakeServer]
+) -> None:
     from groundqa.generate import GeneratorOptions
 
     q = "What rules apply to wind farms?"
     plain = engine.search(q, depth=20, retriever="bm25")
-    with rating_server("noise") as (url, asked):
-        options = GeneratorOptions(base_url=url)
-        reranked = engine.search(
-            q, depth=5, retriever="bm25", reranker="llm:ollama:m", options=options
-        )
-        answer = engine.ask(q, k=3, retriever="bm25", reranker="llm:ollama:m", options=options)
-    assert len(asked) == len(plain) + min(len(plain), 20)  # the best 20, once per call
+    server = serve(ratings("noise"))
+    options = GeneratorOptions(base_url=server.url)
+    reranked = engine.search(q, depth=5, retriever="bm25", reranker="llm:ollama:m", options=options)
+    answer = engine.ask(q, k=3, retriever="bm25", reranker="llm:ollama:m", options=options)
+    assert len(server.seen) == len(plain) + min(len(plain), 20)  # the best 20, once per call
     noisy = [h.chunk.chunk_id for h in plain if "noise" in h.chunk.index_text().lower()]
     assert noisy and [h.chunk.chunk_id for h in reranked[: len(noisy)]] == noisy[:5]
     assert all(h.retriever == "bm25+rerank" for h in reranked) and reranked[0].score == 9

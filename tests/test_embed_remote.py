@@ -9,14 +9,10 @@ texts are batched) as well as how each reply and each failure is read.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
-import socket
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import numpy as np
@@ -25,6 +21,8 @@ import pytest
 from groundqa.embed import EmbedderOptions, get_embedder
 from groundqa.embed.remote import OllamaEmbedder, OpenAIEmbedder
 from groundqa.errors import EmbeddingError, UsageError
+from tests.fakes import FakeServer, Out, Seen, closed_port_url
+from tests.fakes import Reply as WireReply
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 TEXTS = ["alpha", "bravo", "charlie", "delta", "echo"]
@@ -45,13 +43,6 @@ def unit(text: str) -> list[float]:
 
 
 @dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-@dataclass
 class Response:
     body: bytes
     status: int = 200
@@ -65,75 +56,26 @@ def as_json(obj: object, status: int = 200) -> Response:
 Reply = Callable[[Seen], Response]
 
 
-class FakeServer:
-    def __init__(self, reply: Reply) -> None:
-        self.seen: list[Seen] = []
-        self.stop = threading.Event()
-        server = self
+def answering(reply: Reply) -> WireReply:
+    """The shared fake server's reply for one that returns a whole `Response`."""
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                seen = Seen(
-                    self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw)
-                )
-                server.seen.append(seen)
-                out = reply(seen)
-                server.stop.wait(out.delay_s)
-                # A client that gave up (the timeout test) leaves nothing to answer.
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self.send_response(out.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(out.body)))
-                    self.end_headers()
-                    self.wfile.write(out.body)
+    def answer(seen: Seen, out: Out) -> None:
+        response = reply(seen)
+        out.wait(response.delay_s)
+        out.raw(response.body, response.status)
 
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.block_on_close = False
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def close(self) -> None:
-        self.stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
+    return answer
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[[Reply], FakeServer]]:
-    servers: list[FakeServer] = []
-
-    def start(reply: Reply) -> FakeServer:
-        servers.append(FakeServer(reply))
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.close()
+def serve(serve: Callable[[WireReply], FakeServer]) -> Callable[[Reply], FakeServer]:
+    return lambda reply: serve(answering(reply))
 
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AZURE_OPENAI_API_KEY", "OLLAMA_HOST"):
         monkeypatch.delenv(name, raising=False)
-
-
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 def ollama_reply(seen: Seen) -> Response:

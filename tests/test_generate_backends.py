@@ -13,16 +13,12 @@ sent as well as how each reply and each failure is read. Nothing leaves
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -38,6 +34,7 @@ from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.text import Analyzer, PassageTerms, split_sentences
 from tests.conftest import REGPACK
+from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 
@@ -161,102 +158,6 @@ def test_finish_without_markers_cites_nothing_and_an_empty_reply_is_an_error() -
 # --- fake provider servers -----------------------------------------------------------------
 
 
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-class Out:
-    """How a fake answers: a whole body, or a body written piece by piece, flushed."""
-
-    def __init__(self, handler: BaseHTTPRequestHandler, stop: threading.Event) -> None:
-        self._h = handler
-        self._stop = stop
-
-    def raw(self, body: bytes, status: int = 200, ctype: str = "application/json") -> None:
-        self._h.send_response(status)
-        self._h.send_header("Content-Type", ctype)
-        self._h.send_header("Content-Length", str(len(body)))
-        self._h.end_headers()
-        self._h.wfile.write(body)
-
-    def json(self, obj: object, status: int = 200) -> None:
-        self.raw(json.dumps(obj).encode(), status)
-
-    def stream(self, chunks: Sequence[str], ctype: str, *, stall_after: int | None = None) -> None:
-        # HTTP/1.0 without Content-Length: the body runs until the server closes.
-        self._h.send_response(200)
-        self._h.send_header("Content-Type", ctype)
-        self._h.end_headers()
-        for i, chunk in enumerate(chunks):
-            if stall_after is not None and i == stall_after:
-                self.wait(3.0)
-            self._h.wfile.write(chunk.encode())
-            self._h.wfile.flush()
-
-    def wait(self, seconds: float) -> None:
-        self._stop.wait(seconds)
-
-
-Reply = Callable[[Seen, Out], None]
-
-
-class FakeServer:
-    def __init__(self, reply: Reply) -> None:
-        self.seen: list[Seen] = []
-        self.stop = threading.Event()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                try:
-                    body: Any = json.loads(raw)
-                except ValueError:
-                    body = raw.decode()
-                seen = Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
-                server.seen.append(seen)
-                # A client that gave up (the timeout tests) leaves nothing to answer.
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    reply(seen, Out(self, server.stop))
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.block_on_close = False
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def close(self) -> None:
-        self.stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Reply], FakeServer]]:
-    servers: list[FakeServer] = []
-
-    def start(reply: Reply) -> FakeServer:
-        servers.append(FakeServer(reply))
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.close()
-
-
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (
@@ -269,13 +170,6 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "ANTHROPIC_AUTH_TOKEN",
     ):
         monkeypatch.delenv(name, raising=False)
-
-
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 Pieces = Sequence[str] | Callable[[Seen], Sequence[str]]

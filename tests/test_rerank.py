@@ -10,18 +10,13 @@ environment). Nothing leaves 127.0.0.1.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +33,8 @@ from groundqa.rerank import (
     parse_rating,
     reorder,
 )
+from tests.fakes import FakeServer, Out, Seen, closed_port_url
+from tests.fakes import Reply as WireReply
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 QUESTION = "When do the bins go out to the kerb?"
@@ -182,69 +179,22 @@ def test_parse_rating_takes_the_first_whole_number_from_0_to_10(
 # --- llm: against fake Ollama and OpenAI servers --------------------------------------------
 
 
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
 Reply = Callable[[Seen], tuple[int, Any]]
 
 
-class FakeServer:
-    """A model server on 127.0.0.1 that records each request and answers with `reply`."""
+def answering(reply: Reply) -> WireReply:
+    """The shared fake server's reply for one that returns (status, JSON object)."""
 
-    def __init__(self, reply: Reply) -> None:
-        self.seen: list[Seen] = []
-        server = self
+    def answer(seen: Seen, out: Out) -> None:
+        status, obj = reply(seen)
+        out.json(obj, status)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                seen = Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, None)
-                seen.body = json.loads(raw)
-                server.seen.append(seen)
-                status, obj = reply(seen)
-                body = json.dumps(obj).encode()
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.thread.join(5)
+    return answer
 
 
 @pytest.fixture
-def serve() -> Iterator[Callable[[Reply], FakeServer]]:
-    servers: list[FakeServer] = []
-
-    def start(reply: Reply) -> FakeServer:
-        servers.append(FakeServer(reply))
-        return servers[-1]
-
-    yield start
-    for s in servers:
-        s.close()
+def serve(serve: Callable[[WireReply], FakeServer]) -> Callable[[Reply], FakeServer]:
+    return lambda reply: serve(answering(reply))
 
 
 @pytest.fixture(autouse=True)
@@ -389,13 +339,6 @@ def test_ollama_host_is_read_as_the_generator_reads_it(
     reranker = get_reranker("llm:ollama:llama3.1:8b")
     assert reranker is not None
     assert [h.chunk.chunk_id for h in reranker.rerank(QUESTION, _hits())] == EXPECTED_ORDER
-
-
-def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
