@@ -28,7 +28,6 @@ A model that cannot be reached or answers with an error raises
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -41,7 +40,7 @@ import numpy as np
 
 from groundqa.errors import UsageError
 from groundqa.generate import GeneratorOptions
-from groundqa.generate.llm import HttpCall, post_json, server_message
+from groundqa.generate.llm import HttpCall, post_json
 from groundqa.generate.prompts import fenced_source
 from groundqa.models import Hit
 from groundqa.text import shorten
@@ -235,28 +234,6 @@ def parse_rating(reply: str) -> int | None:
     return None
 
 
-def _ollama_text(call: HttpCall, reply: Any) -> str:
-    if isinstance(reply, dict) and isinstance(reply.get("error"), str):
-        raise call.error(f"ollama reported an error: {reply['error']}")
-    message = reply.get("message") if isinstance(reply, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, str):
-        raise call.malformed("the reply has no message.content")
-    return content
-
-
-def _openai_text(call: HttpCall, reply: Any) -> str:
-    if isinstance(reply, dict) and "error" in reply:
-        raise call.error(f"openai reported an error: {server_message(json.dumps(reply))}")
-    try:
-        content = reply["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        raise call.malformed("the reply has no choices[0].message.content") from None
-    if content is not None and not isinstance(content, str):
-        raise call.malformed("choices[0].message.content is not text")
-    return content or ""
-
-
 @dataclass
 class LLMReranker:
     """Asks a chat model served over Ollama's or OpenAI's API to rate each passage 0-10.
@@ -324,7 +301,9 @@ class LLMReranker:
         body = self._request(rating_messages(question, hit))
         self.calls += 1
         reply = post_json(call, body)
-        read = _ollama_text if self.protocol == "ollama" else _openai_text
+        from groundqa.generate import ollama, openai_compat  # loaded by from_spec already
+
+        read = ollama.reply_text if self.protocol == "ollama" else openai_compat.reply_text
         return parse_rating(read(call, reply))
 
     def rerank(self, question: str, hits: Sequence[Hit], top_n: int | None = None) -> list[Hit]:

@@ -63,6 +63,17 @@ def resolve_base_url(options: GeneratorOptions) -> str:
     return DEFAULT_BASE_URL
 
 
+def reply_text(call: HttpCall, reply: Any) -> str:
+    """The text of a whole (not streamed) `/api/chat` reply, or the error it carries."""
+    if isinstance(reply, dict) and isinstance(reply.get("error"), str):
+        raise call.error(f"ollama reported an error: {reply['error']}")
+    message = reply.get("message") if isinstance(reply, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str):
+        raise call.malformed("the reply has no message.content")
+    return content
+
+
 @dataclass
 class OllamaGenerator:
     model: str
@@ -104,13 +115,7 @@ class OllamaGenerator:
             return early
         call = self.http_call()
         reply = post_json(call, self.request(evidence, stream=False))
-        if isinstance(reply, dict) and isinstance(reply.get("error"), str):
-            raise call.error(f"ollama reported an error: {reply['error']}")
-        message = reply.get("message") if isinstance(reply, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, str):
-            raise call.malformed("the reply has no message.content")
-        return finish(content, evidence, PROMPT_VERSION, backend=self.name)
+        return finish(reply_text(call, reply), evidence, PROMPT_VERSION, backend=self.name)
 
     def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
         return relay(evidence, lambda: self._pieces(evidence), PROMPT_VERSION, backend=self.name)

@@ -61,6 +61,21 @@ def resolve_base_url(options: GeneratorOptions) -> str:
     return check_base_url("openai", url)
 
 
+def reply_text(call: HttpCall, reply: Any) -> str:
+    """The text of a whole (not streamed) chat completion, or the error it carries."""
+    if isinstance(reply, dict) and "error" in reply:
+        raise call.error(f"openai reported an error: {server_message(json.dumps(reply))}")
+    try:
+        content = reply["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise call.malformed(
+            f"no choices[0].message.content in {shorten(json.dumps(reply), 80)}"
+        ) from None
+    if content is not None and not isinstance(content, str):
+        raise call.malformed("choices[0].message.content is not text")
+    return content or ""
+
+
 @dataclass
 class OpenAIGenerator:
     model: str
@@ -110,17 +125,7 @@ class OpenAIGenerator:
             return early
         call = self.http_call()
         reply = post_json(call, self.request(evidence, stream=False))
-        if isinstance(reply, dict) and "error" in reply:
-            raise call.error(f"openai reported an error: {server_message(json.dumps(reply))}")
-        try:
-            content = reply["choices"][0]["message"]["content"]
-        except (KeyError, IndexError, TypeError):
-            raise call.malformed(
-                f"no choices[0].message.content in {shorten(json.dumps(reply), 80)}"
-            ) from None
-        if content is not None and not isinstance(content, str):
-            raise call.malformed("choices[0].message.content is not text")
-        return finish(content or "", evidence, PROMPT_VERSION, backend=self.name)
+        return finish(reply_text(call, reply), evidence, PROMPT_VERSION, backend=self.name)
 
     def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
         return relay(evidence, lambda: self._pieces(evidence), PROMPT_VERSION, backend=self.name)
