@@ -49,7 +49,6 @@ from groundqa.retrieve import (
     check_k,
     check_question,
     check_retriever,
-    parse_plan,
 )
 from groundqa.text import Analyzer, PassageTerms
 
@@ -208,7 +207,7 @@ class Engine:
         before the list is cut; `options` reach an `llm:` reranker's server.
         """
         question = check_question(question)
-        plan = parse_plan(check_retriever(retriever or self.default_retriever, self.retrievers))
+        plan = check_retriever(retriever or self.default_retriever, self.retrievers)
         allowed = self.facets.mask(filters or {})
         places = self.facets.detect_scope(question) if plan.places != "off" else {}
         scoped = self.facets.scope_mask(

@@ -262,12 +262,12 @@ def parse_plan(spec: str) -> Plan:
     return Plan(method=method, spec=spec.strip(), **plan)
 
 
-def check_retriever(name: str, available: Sequence[str] = RETRIEVERS) -> str:
-    """`name` if it parses and this index can serve it."""
+def check_retriever(name: str, available: Sequence[str] = RETRIEVERS) -> Plan:
+    """The plan `name` spells, if it parses and an index serving `available` can run it."""
     plan = parse_plan(name)
     if plan.needs_vectors and "dense" not in available:
         raise UsageError(
             f"retriever {name!r} needs vectors and this index has none; "
             f"available: {', '.join(available)} (rebuild without --no-dense for dense and hybrid)"
         )
-    return name
+    return plan
