@@ -14,6 +14,8 @@
     ├── ProbeError                a probe file is malformed or names unknown sections
     ├── GenerationError           a generator failed: unreachable, timed out, malformed reply
     ├── EmbeddingError            an embedder failed, or its vectors do not fit the index
+    ├── CalibrationError          a probe set cannot calibrate the gate, or a calibration
+    │                             belongs to another index
     └── Interrupted               the user stopped a long job (exit 130)
 
 Every message says what is wrong and what to do about it, in one line. The CLI
@@ -117,6 +119,13 @@ class EmbeddingError(GroundqaError):
     the index (another model, another dimension). Retrieval cannot go on without it."""
 
     kind = "embedding"
+
+
+class CalibrationError(GroundqaError):
+    """The gate cannot be calibrated as asked: too few probes, no negative ones, or a
+    calibration made for another index."""
+
+    kind = "calibration"
 
 
 class Interrupted(GroundqaError):

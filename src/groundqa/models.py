@@ -257,13 +257,20 @@ class Citation:
 
 @dataclass(frozen=True)
 class GateDecision:
-    """Whether retrieval found enough to answer, and the numbers behind the call."""
+    """Whether retrieval found enough to answer, and the numbers behind the call.
+
+    `score` is P(answerable) from the gate's model; `factors` is each feature's
+    push on its log-odds (positive: towards answering); `calibrated` says whether
+    the model was fitted for this index or is the built-in default.
+    """
 
     answer: bool
     reason: str
     score: float
     threshold: float
     features: dict[str, float] = field(default_factory=dict)
+    factors: dict[str, float] = field(default_factory=dict)
+    calibrated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -272,6 +279,8 @@ class GateDecision:
             "score": self.score,
             "threshold": self.threshold,
             "features": dict(self.features),
+            "factors": dict(self.factors),
+            "calibrated": self.calibrated,
         }
 
     @classmethod
@@ -282,10 +291,14 @@ class GateDecision:
             score=float(d.get("score", 0.0)),
             threshold=float(d.get("threshold", 0.0)),
             features={k: float(v) for k, v in d.get("features", {}).items()},
+            factors={k: float(v) for k, v in d.get("factors", {}).items()},
+            calibrated=bool(d.get("calibrated", False)),
         )
 
 
 REFUSAL = "I don't have enough information about that."
+# A refusal asked to explain itself lists this many of the sections that came closest.
+CLOSEST_MATCHES = 3
 
 
 @dataclass(frozen=True)
@@ -307,12 +320,18 @@ class Answer:
     prompt_version: str | None = None
     intent: str | None = None
 
+    @property
+    def confidence(self) -> float:
+        """P(answerable) as the gate judged it (calibrated when `gate.calibrated`)."""
+        return self.gate.score
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "answer": self.answer,
             "refused": self.refused,
             "refused_by": self.refused_by,
+            "confidence": self.confidence,
             "citations": [c.to_dict() for c in self.citations],
             "passages": [h.to_dict() for h in self.passages],
             "gate": self.gate.to_dict(),

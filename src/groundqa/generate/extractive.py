@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from groundqa.gate import coverage
+from groundqa.gate import Reading, coverage
 from groundqa.generate import Evidence, Generation, cite
 from groundqa.models import REFUSAL, Citation, Hit
 
@@ -34,13 +34,17 @@ _MONEY = re.compile(
 _NUMBER = re.compile(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", re.I
 )
+# A name: a capitalised word inside a sentence (after a lower-case word), not its first word.
+_NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+")
 
 # Which kind of fact a question asks for, judged from its wording; the first match wins.
+# "When is a permit required?" asks for a condition, not a time: that "when" does not count.
 _WANTS = (
     (
         re.compile(
-            r"\b(what time|when|how late|how early|opening hours|until when|by what date|"
-            r"what date|deadline|due)\b",
+            r"\b(what time|when(?!\b.*\b(?:required|needed|necessary|allowed|permitted|"
+            r"prohibited|apply|applies)\b)|how late|how early|opening hours|until when|"
+            r"by what date|what date|deadline|due)\b",
             re.I,
         ),
         (_TIME, _DATE),
@@ -61,6 +65,7 @@ _WANTS = (
         ),
         (_NUMBER,),
     ),
+    (re.compile(r"\b(who|whom|whose)\b", re.I), (_NAME,)),
 )
 _HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
 
@@ -114,6 +119,22 @@ class ExtractiveGenerator:
                 score = cov + bonus + 0.05 / (i + 1)
                 out.append(_Candidate(i, pos, sentence, cov, score))
         return out
+
+    def reading(self, evidence: Evidence) -> Reading:
+        """How well the sentence this reader would quote first answers the question:
+        its topic coverage, and whether it holds the kind of fact asked for."""
+        candidates = self._candidates(evidence)
+        wanted = _wanted(evidence.question)
+        if not candidates:
+            return Reading(0.0, bool(wanted), False)
+        best = min(candidates, key=lambda c: (-c.score, c.hit_index, c.position))
+        follow = [
+            c.sentence
+            for c in candidates
+            if c.hit_index == best.hit_index and c.position == best.position + 1
+        ]
+        found = bool(wanted) and any(_has(wanted, s) for s in (best.sentence, *follow))
+        return Reading(best.coverage, bool(wanted), found)
 
     def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
         """One piece per cited sentence (`sentence [n]`), then the Generation."""

@@ -1,0 +1,260 @@
+"""Calibration: from gate features to P(answerable), fitted on a probe set.
+
+The model is a logistic regression over standardised features, fitted by
+Newton's method with a small L2 penalty: a handful of numbers a reader can
+print and check (`groundqa inspect` does). Its operating threshold is chosen
+for a target false-refusal rate on the answerable probes, from out-of-fold
+probabilities, never from the probabilities of the questions a model was
+fitted to.
+
+Everything here is pure numpy and deterministic: folds are stratified and
+assigned by a fixed shuffle, so the same probes give the same figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from groundqa.errors import CalibrationError
+
+Array = npt.NDArray[np.float64]
+
+# A calibration needs at least this many questions, and both kinds among them.
+MIN_PROBES = 10
+DEFAULT_TARGET = 0.05
+DEFAULT_FOLDS = 5
+L2 = 1.0
+
+
+@dataclass(frozen=True)
+class Logistic:
+    """P(answerable) = sigmoid(intercept + sum(coef * (x - mean) / scale))."""
+
+    names: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    coef: tuple[float, ...]
+    intercept: float
+
+    def logit(self, features: Mapping[str, float]) -> float:
+        return self.intercept + sum(self.factors(features).values())
+
+    def probability(self, features: Mapping[str, float]) -> float:
+        return _sigmoid(self.logit(features))
+
+    def factors(self, features: Mapping[str, float]) -> dict[str, float]:
+        """Each feature's push on the log-odds, relative to an average probe (0 = no push)."""
+        return {
+            name: c * (float(features.get(name, 0.0)) - m) / s
+            for name, m, s, c in zip(self.names, self.mean, self.scale, self.coef, strict=True)
+        }
+
+    def predict(self, x: Array) -> Array:
+        z = (x - np.asarray(self.mean)) / np.asarray(self.scale)
+        out: Array = 1.0 / (1.0 + np.exp(-(self.intercept + z @ np.asarray(self.coef))))
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "logistic",
+            "features": list(self.names),
+            "mean": [round(v, 6) for v in self.mean],
+            "scale": [round(v, 6) for v in self.scale],
+            "coef": [round(v, 6) for v in self.coef],
+            "intercept": round(self.intercept, 6),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Logistic:
+        try:
+            names = tuple(str(n) for n in d["features"])
+            model = cls(
+                names=names,
+                mean=tuple(float(v) for v in d["mean"]),
+                scale=tuple(float(v) for v in d["scale"]),
+                coef=tuple(float(v) for v in d["coef"]),
+                intercept=float(d["intercept"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CalibrationError(f"the stored gate model is incomplete ({exc})") from None
+        if not len(names) == len(model.mean) == len(model.scale) == len(model.coef):
+            raise CalibrationError("the stored gate model has lists of different lengths")
+        numbers = (*model.mean, *model.scale, *model.coef, model.intercept)
+        if not all(math.isfinite(v) for v in numbers):
+            raise CalibrationError("the stored gate model holds a number that is not finite")
+        if any(s <= 0 for s in model.scale):
+            raise CalibrationError("the stored gate model has a non-positive feature scale")
+        return model
+
+
+def _sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
+
+
+def fit_logistic(x: Array, y: Array, names: Sequence[str], l2: float = L2) -> Logistic:
+    """L2-penalised logistic regression on standardised columns (the intercept is not penalised)."""
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale = np.where(scale > 1e-9, scale, 1.0)
+    z = (x - mean) / scale
+    design = np.hstack([np.ones((len(z), 1)), z])
+    w = np.zeros(design.shape[1])
+    penalty = np.full(design.shape[1], l2)
+    penalty[0] = 0.0
+    for _ in range(100):
+        p = 1.0 / (1.0 + np.exp(-(design @ w)))
+        grad = design.T @ (p - y) + penalty * w
+        hess = (design * (p * (1 - p))[:, None]).T @ design + np.diag(penalty + 1e-9)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if float(np.max(np.abs(step))) < 1e-8:
+            break
+    return Logistic(
+        names=tuple(names),
+        mean=tuple(float(v) for v in mean),
+        scale=tuple(float(v) for v in scale),
+        coef=tuple(float(v) for v in w[1:]),
+        intercept=float(w[0]),
+    )
+
+
+def threshold_for(positives: Array, target: float) -> float:
+    """The highest cut that refuses at most `target` of these answerable probabilities.
+
+    Refusing means p < threshold; with n positives at most floor(target * n) fall below.
+    """
+    if positives.size == 0:
+        raise CalibrationError("no answerable probabilities to set a threshold from")
+    ordered = np.sort(positives)
+    allowed = math.floor(target * ordered.size + 1e-9)
+    return float(ordered[min(allowed, ordered.size - 1)])
+
+
+def stratified_folds(y: Array, k: int, seed: int = 0) -> list[npt.NDArray[np.intp]]:
+    """k index sets, each with about the same share of each label, fixed by `seed`."""
+    rng = np.random.default_rng(seed)
+    folds: list[list[int]] = [[] for _ in range(k)]
+    for label in (0.0, 1.0):
+        rows = np.flatnonzero(y == label)
+        rng.shuffle(rows)
+        for i, row in enumerate(rows):
+            folds[i % k].append(int(row))
+    return [np.asarray(sorted(f), dtype=np.intp) for f in folds if f]
+
+
+def fold_count(y: Array, wanted: int = DEFAULT_FOLDS) -> int:
+    """As many folds as asked, but never more than the rarer label has members."""
+    smaller = int(min((y == 1).sum(), (y == 0).sum()))
+    return max(2, min(wanted, smaller))
+
+
+def out_of_fold(x: Array, y: Array, names: Sequence[str], k: int, seed: int = 0) -> Array:
+    """Each probe's probability from a model fitted without it."""
+    p = np.zeros(len(y))
+    for test in stratified_folds(y, k, seed):
+        train = np.setdiff1d(np.arange(len(y)), test)
+        p[test] = fit_logistic(x[train], y[train], names).predict(x[test])
+    return p
+
+
+def roc_auc(y: Array, p: Array) -> float:
+    """Area under the ROC curve: P(answerable scores above unanswerable), ties count half."""
+    pos = p[y == 1]
+    neg = p[y == 0]
+    if pos.size == 0 or neg.size == 0:
+        return float("nan")
+    greater = (pos[:, None] > neg[None, :]).sum()
+    ties = (pos[:, None] == neg[None, :]).sum()
+    return float((greater + 0.5 * ties) / (pos.size * neg.size))
+
+
+def refusal_at(y: Array, p: Array, false_refusal: float) -> dict[str, float]:
+    """Reading the curve: the cut that refuses `false_refusal` of answerable, and what it refuses."""
+    cut = threshold_for(p[y == 1], false_refusal)
+    return {
+        "threshold": cut,
+        "false_refusal": float((p[y == 1] < cut).mean()),
+        "refused_unanswerable": float((p[y == 0] < cut).mean()),
+    }
+
+
+@dataclass(frozen=True)
+class CrossValidation:
+    """Honest figures for a calibration: every decision from a model that never saw the probe."""
+
+    probability: Array  # out-of-fold P(answerable) per probe
+    refused: npt.NDArray[np.bool_]  # refusal at the threshold chosen on the training folds
+    thresholds: tuple[float, ...]  # one per outer fold
+    folds: int
+
+    def auc(self, y: Array) -> float:
+        return roc_auc(y, self.probability)
+
+
+def cross_validate(
+    x: Array,
+    y: Array,
+    names: Sequence[str],
+    *,
+    target: float = DEFAULT_TARGET,
+    folds: int = DEFAULT_FOLDS,
+    seed: int = 0,
+) -> CrossValidation:
+    """Nested cross-validation: each outer fold's model and threshold come from the other folds.
+
+    The threshold for a fold is set from inner out-of-fold probabilities on its
+    training part, exactly as `calibrate` sets the stored one, so the refusals
+    reported here are what a deployed calibration would do on unseen questions.
+    """
+    check_labels(y)
+    k = fold_count(y, folds)
+    p = np.zeros(len(y))
+    refused = np.zeros(len(y), dtype=bool)
+    cuts: list[float] = []
+    for test in stratified_folds(y, k, seed):
+        train = np.setdiff1d(np.arange(len(y)), test)
+        model = fit_logistic(x[train], y[train], names)
+        inner = out_of_fold(x[train], y[train], names, fold_count(y[train], folds), seed + 1)
+        cut = threshold_for(inner[y[train] == 1], target)
+        p[test] = model.predict(x[test])
+        refused[test] = p[test] < cut
+        cuts.append(cut)
+    return CrossValidation(p, refused, tuple(cuts), k)
+
+
+def check_labels(y: Array) -> None:
+    """A calibration needs enough questions, and both answerable and unanswerable ones."""
+    n = len(y)
+    positives = int((y == 1).sum())
+    if n < MIN_PROBES:
+        raise CalibrationError(
+            f"calibration needs at least {MIN_PROBES} probes and the file has {n}; "
+            "add answerable questions and out_of_scope or near_miss ones"
+        )
+    if positives == n:
+        raise CalibrationError(
+            "the probe file has no negative questions; calibration needs some the corpus "
+            'cannot answer (`"kind": "out_of_scope"` or `"near_miss"`) to learn when to refuse'
+        )
+    if positives < 2 or n - positives < 2:
+        raise CalibrationError(
+            f"calibration needs at least 2 answerable and 2 unanswerable probes "
+            f"(has {positives} and {n - positives})"
+        )
+
+
+def probe_fingerprint(items: Sequence[tuple[str, str]]) -> str:
+    """Identifies a probe set by its (question, kind) pairs, in any order."""
+    canon = json.dumps(sorted(items), ensure_ascii=False)
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:16]
