@@ -181,7 +181,8 @@ def test_health_describes_the_index_cache_auth_and_facets(open_url: str, engine:
     assert data["generators"] == available_generators()
     assert {"extractive", "ollama", "openai", "anthropic"} <= set(data["generators"])
     assert data["gate"]["kind"] and data["gate"]["calibrated"] is False
-    assert 0 < data["gate"]["min_coverage"] < 1
+    assert 0 < data["gate"]["threshold"] < 1
+    assert data["gate"]["summary"].startswith("not calibrated: the built-in default")
     assert set(data["cache"]) == {"backend", "ok", "detail"}
     assert data["cache"]["backend"] == "memory" and data["cache"]["ok"] is True
     assert data["auth"] == {"required": False}

@@ -57,7 +57,8 @@ def test_out_of_scope_is_refused_with_no_citation(engine: Engine) -> None:
     answer = engine.ask("Who won the football world cup in 1994?")
     assert answer.refused and answer.answer == REFUSAL
     assert answer.citations == () and answer.refused_by == "gate"
-    assert answer.gate.features["coverage"] < answer.gate.threshold
+    assert answer.confidence < answer.gate.threshold and not answer.gate.calibrated
+    assert answer.gate.features["coverage"] == 0.0
 
 
 def test_question_with_no_topic_words_is_refused(engine: Engine) -> None:
@@ -116,7 +117,8 @@ def test_answer_json_round_trip(engine: Engine) -> None:
 
 def test_open_reads_what_ingest_wrote(engine: Engine, tmp_path: Path) -> None:
     assert engine.manifest.counts["chunks"] == len(engine.chunks)
-    assert engine.manifest.gate["kind"] == "lexical-coverage-v1"
+    assert engine.manifest.gate["kind"] == "default-logistic"
+    assert engine.manifest.gate["calibrated"] is False
     assert {c.section_id for c in engine.chunks} >= {"SCH1-01"}
 
 

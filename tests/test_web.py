@@ -188,7 +188,7 @@ def test_answer_has_markers_that_lead_to_the_highlighted_passage(
     assert markers.count() >= 1
     expect(markers.first).to_have_text(re.compile(r"^\[\d+\]$"))
     expect(page.get_by_test_id("result-meta")).to_contain_text(
-        re.compile(r"coverage \d+% \(threshold \d+%\)")
+        re.compile(r"confidence \d+% \(default gate, answers from \d+%\)")
     )
     expect(page.get_by_test_id("result-meta")).to_contain_text("timings:")
     page.screenshot(path=str(tmp_path / "answer.png"), full_page=True)
@@ -228,7 +228,7 @@ def test_out_of_scope_question_shows_the_refusal_and_no_citations(
     expect(refusal).to_have_attribute("role", "status")
     expect(refusal.locator(".refusal-text")).to_have_text(REFUSAL)
     assert body["refused_by"] == "gate"
-    expect(refusal.locator(".refusal-by")).to_contain_text("Refused by the coverage gate")
+    expect(refusal.locator(".refusal-by")).to_contain_text("Refused by the relevance gate")
     expect(page.locator("#answer")).to_be_hidden()
     expect(page.locator("#citations .passage")).to_have_count(0)
     expect(page.locator(".citation-marker")).to_have_count(0)

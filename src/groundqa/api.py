@@ -50,7 +50,7 @@ from groundqa.errors import GroundqaError, ProbeError, UsageError
 from groundqa.evaluate import Probe, evaluate_probes
 from groundqa.generate import GeneratorOptions
 from groundqa.generate import available as available_generators
-from groundqa.models import Answer, Chunk, Hit, uri_for
+from groundqa.models import CLOSEST_MATCHES, Answer, Chunk, Hit, uri_for
 from groundqa.retrieve import MAX_K, MAX_QUESTION_CHARS
 
 FACET_KEYS = ("jurisdiction", "state", "area", "category")
@@ -147,6 +147,11 @@ class QueryRequest(BaseModel):
     )
     auto_location: bool = Field(
         False, description="Also scope to the places the question names (e.g. a council area)."
+    )
+    explain: bool = Field(
+        False,
+        description="For a refusal, also list the closest sections under `closest_matches` "
+        "(never cited: they did not answer the question).",
     )
 
 
@@ -318,6 +323,17 @@ def _ask_args(request: QueryRequest, options: GeneratorOptions) -> dict[str, Any
     }
 
 
+def _explained(request: QueryRequest, result: dict[str, Any]) -> dict[str, Any]:
+    """The result with `closest_matches` when a refusal was asked to explain itself."""
+    if not (request.explain and result.get("refused")):
+        return result
+    closest = [
+        {k: p.get(k) for k in ("title", "section", "section_id", "page", "uri", "score")}
+        for p in result.get("passages", [])[:CLOSEST_MATCHES]
+    ]
+    return {**result, "closest_matches": closest}
+
+
 def _finish(cache: Cache, key: str, ttl: int, result: dict[str, Any]) -> dict[str, Any]:
     """Cache a finished answer (never a failed generation) and say whether the cache is on."""
     if not result.get("error"):
@@ -340,9 +356,9 @@ def answer(
     key = cache_key(request, engine.fingerprint)
     cached = _cached(cache, key, request)
     if cached is not None:
-        return cached
+        return _explained(request, cached)
     result = engine.ask(request.question, **_ask_args(request, options)).to_dict()
-    return _finish(cache, key, ttl, result)
+    return _explained(request, _finish(cache, key, ttl, result))
 
 
 def stream_events(
@@ -354,7 +370,8 @@ def stream_events(
     key = cache_key(request, engine.fingerprint)
     cached = _cached(cache, key, request)
     if cached is not None:
-        return answer_events(cached["passages"], answer_pieces(cached["answer"]), lambda: cached)
+        done = _explained(request, cached)
+        return answer_events(cached["passages"], answer_pieces(cached["answer"]), lambda: done)
     events = engine.ask_stream(request.question, **_ask_args(request, options))
     hits = next(events)  # validation, generator lookup and retrieval happen here
     assert isinstance(hits, list)
@@ -365,7 +382,7 @@ def stream_events(
             if isinstance(event, str):
                 yield sse("answer", {"text": event})
             elif isinstance(event, Answer):
-                yield sse("done", _finish(cache, key, ttl, event.to_dict()))
+                yield sse("done", _explained(request, _finish(cache, key, ttl, event.to_dict())))
 
     return generate()
 
@@ -624,7 +641,12 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             "embedder": (
                 {k: m.dense[k] for k in ("embedder", "model_id", "dim")} if m.dense else None
             ),
-            "gate": dict(m.gate),
+            "gate": {
+                "kind": engine.gate.kind,
+                "calibrated": engine.gate.calibrated,
+                "threshold": engine.gate.threshold,
+                "summary": engine.gate.describe(),
+            },
             "cache": cache.status(),
             "auth": {"required": settings.token is not None},
             "facets": {key: engine.facets.values(key) for key in FACET_KEYS if key in facets},

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from groundqa._version import __version__
 from groundqa.errors import GroundqaError, Interrupted, UsageError
-from groundqa.models import Answer, Finding
+from groundqa.models import CLOSEST_MATCHES, Answer, Finding
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -271,7 +271,7 @@ def ingest(
 # ---------------------------------------------------------------- ask / chat
 
 
-def _print_answer(answer: Answer, *, show_passages: bool = False) -> None:
+def _print_answer(answer: Answer, *, show_passages: bool = False, explain: bool = False) -> None:
     if answer.error:
         err.print(f"[bold red]generation failed:[/] {escape(answer.error)}")
         out.print("[dim]the retrieved passages are listed below[/]")
@@ -290,10 +290,34 @@ def _print_answer(answer: Answer, *, show_passages: bool = False) -> None:
             out.print(f"    [dim]{escape(c.uri)}[/]")
     if answer.audit and not answer.refused and not answer.error:
         out.print(f"[dim]{escape(_audit_line(answer.audit))}[/]")
+    out.print(f"[dim]{_confidence_line(answer)}[/]")
+    if explain:
+        _print_explanation(answer)
     if show_passages:
         out.print()
         for h in answer.passages:
             out.print(f"[dim]{h.rank:>2}. {h.score:7.3f}  {escape(h.chunk.section_id)}[/]")
+
+
+def _confidence_line(answer: Answer) -> str:
+    gate = answer.gate
+    kind = "calibrated" if gate.calibrated else "default gate, not calibrated for this index"
+    return f"confidence {answer.confidence:.2f} ({kind}; answers from {gate.threshold:.2f})"
+
+
+def _print_explanation(answer: Answer) -> None:
+    """The factors behind the confidence and, for a refusal, the sections that came closest."""
+    factors = sorted(answer.gate.factors.items(), key=lambda kv: -abs(kv[1]))
+    if factors:
+        out.print("factors (push on the log-odds of answering):")
+        for name, push in factors:
+            value = answer.gate.features.get(name, 0.0)
+            out.print(f"  {name:<18} {value:7.3f}  {push:+.2f}")
+    if answer.refused and answer.passages:
+        out.print("closest matches (not cited: they do not answer the question):")
+        for h in answer.passages[:CLOSEST_MATCHES]:
+            out.print(f"  {escape(h.chunk.breadcrumb)}  [dim]§ {escape(h.chunk.section_id)}[/]")
+            out.print(f"    [dim]{escape(h.chunk.uri)}[/]")
 
 
 def _audit_line(audit: dict[str, Any]) -> str:
@@ -409,6 +433,11 @@ def _options(generator_url: str | None, timeout: float) -> Any:
 )
 @_with_generator_options
 @click.option("--passages", is_flag=True, help="Also list the retrieved passages with scores.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Show what the confidence rests on and, for a refusal, the closest sections.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the Answer as one JSON object.")
 def ask(
     question: str,
@@ -425,6 +454,7 @@ def ask(
     max_tokens: int | None,
     timeout: float,
     passages: bool,
+    explain: bool,
     as_json: bool,
 ) -> None:
     """Answer QUESTION from the index, with citations, or refuse."""
@@ -446,7 +476,7 @@ def ask(
     if as_json:
         _emit_json(answer.to_dict())
     else:
-        _print_answer(answer, show_passages=passages)
+        _print_answer(answer, show_passages=passages, explain=explain)
     if answer.error:
         sys.exit(1)
 
@@ -592,11 +622,7 @@ def inspect(index_dir: str, sections: bool, as_json: bool) -> None:
         else "vectors: none (built with --no-dense; bm25 only)"
     )
     out.print(f"acronyms defined in the corpus: {report.acronyms}")
-    gate = m.gate
-    out.print(
-        f"gate: {gate.get('kind')} min_coverage={gate.get('min_coverage')} "
-        f"({'calibrated' if gate.get('calibrated') else 'not calibrated: built-in default'})"
-    )
+    out.print(f"gate: {report.gate}")
     out.print(f"corpus: {report.staleness}")
     if report.boundary_issues:
         out.print(f"[yellow]{len(report.boundary_issues)} chunk boundary exception(s):[/]")
@@ -668,6 +694,13 @@ def _parse_ks(value: str) -> list[int]:
     type=click.Path(file_okay=False),
     help="Write report.md, report.json and PNG plots to this folder.",
 )
+@click.option(
+    "--generator",
+    default="extractive",
+    show_default=True,
+    help="Generator that answers the probes the gate lets through (its refusals are counted apart).",
+)
+@click.option("--generator-url", default=None, help="Base URL of the generator's server.")
 @click.option("--json", "as_json", is_flag=True)
 def evaluate(
     index_dir: str | None,
@@ -678,6 +711,8 @@ def evaluate(
     k_values: str,
     run_file: str | None,
     report_dir: str | None,
+    generator: str,
+    generator_url: str | None,
     as_json: bool,
 ) -> None:
     """Measure retrieval, refusals and answers on a probe set or a BEIR benchmark."""
@@ -690,7 +725,16 @@ def evaluate(
         names = names or ["bm25", "dense", "hybrid"]
         _eval_beir(beir_dir, split, index_dir, names, run_file, report_dir, as_json)
     elif probes_path and index_dir:
-        _eval_probes(index_dir, probes_path, names, _parse_ks(k_values), report_dir, as_json)
+        _eval_probes(
+            index_dir,
+            probes_path,
+            names,
+            _parse_ks(k_values),
+            report_dir,
+            as_json,
+            generator=generator,
+            options=_options(generator_url, 60.0),
+        )
     else:
         raise UsageError("eval needs --index DIR --probes FILE, or --beir DIR")
 
@@ -734,14 +778,30 @@ def _eval_probes(
     ks: list[int],
     report_dir: str | None,
     as_json: bool,
+    *,
+    generator: str,
+    options: Any,
 ) -> None:
+    from groundqa.calibration import probe_fingerprint
     from groundqa.engine import Engine
     from groundqa.evaluate import evaluate_probes, load_probes
 
     probes = load_probes(probes_path)
     engine = Engine.open(index_dir)
     names = names or engine.compared_retrievers
-    reports = [evaluate_probes(engine, probes, ks=ks, retriever=name) for name in names]
+    reports = [
+        evaluate_probes(engine, probes, ks=ks, retriever=name, generator=generator, options=options)
+        for name in names
+    ]
+    in_sample = engine.gate.calibrated and engine.gate.info.get(
+        "probe_fingerprint"
+    ) == probe_fingerprint([(p.question, p.kind) for p in probes])
+    gate_note = (
+        "the gate was calibrated on these probes, so its refusal figures here are in-sample; "
+        "`groundqa calibrate` reports cross-validated ones"
+        if in_sample
+        else ""
+    )
     if report_dir:
         from groundqa.evaluate.report import write_probe_report
 
@@ -756,6 +816,8 @@ def _eval_probes(
             {
                 "index": index_dir,
                 "probes": probes_path,
+                "gate": engine.gate.describe(),
+                "gate_in_sample": in_sample,
                 "metrics": {
                     r.retriever: {k: round(v, 4) for k, v in r.metrics.items()} for r in reports
                 },
@@ -773,6 +835,9 @@ def _eval_probes(
         table.add_row(key, *(_fmt_metric(key, r.metrics.get(key, 0.0)) for r in reports))
     out.print(table)
     out.print(", ".join(f"{k}: {v}" for k, v in reports[0].counts.items()))
+    out.print(f"gate: {engine.gate.describe()}")
+    if gate_note:
+        out.print(f"[yellow]note:[/] {gate_note}")
     for r in reports:
         out.print(f"{r.retriever}: {r.sweep.get('note', '')}")
         misses = [x for x in r.results if x.probe.expected and (x.rank is None or x.rank > 3)]
@@ -785,6 +850,171 @@ def _fmt_metric(key: str, value: float) -> str:
     if key.startswith("latency"):
         return f"{value:.1f} ms"
     return f"{value:.3f}"
+
+
+# ---------------------------------------------------------------- calibrate
+
+
+@main.command()
+@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
+@click.option(
+    "--probes",
+    "probes_path",
+    type=click.Path(dir_okay=False),
+    help="Probe file (JSONL) with answerable and out_of_scope or near_miss questions.",
+)
+@click.option(
+    "--target",
+    type=click.FloatRange(0.0, 0.5),
+    default=0.05,
+    show_default=True,
+    help="False-refusal rate on answerable questions to set the threshold for.",
+)
+@click.option(
+    "--folds",
+    type=click.IntRange(2, 20),
+    default=5,
+    show_default=True,
+    help="Cross-validation folds for the threshold and the reported figures.",
+)
+@click.option(
+    "--retriever", default=None, help="Retrieval plan to calibrate for (default: the index's)."
+)
+@click.option(
+    "--generator",
+    default="extractive",
+    show_default=True,
+    help="Generator whose own refusals count end to end.",
+)
+@click.option("--generator-url", default=None, help="Base URL of the generator's server.")
+@click.option(
+    "--export",
+    "export_path",
+    type=click.Path(dir_okay=False),
+    help="Also write the calibration to this JSON file.",
+)
+@click.option(
+    "--apply",
+    "apply_path",
+    type=click.Path(dir_okay=False),
+    help="Store a calibration written by --export (it must be for this index).",
+)
+@click.option("--reset", is_flag=True, help="Go back to the built-in default gate.")
+@click.option("--dry-run", is_flag=True, help="Fit and report, but store nothing.")
+@click.option("--json", "as_json", is_flag=True)
+def calibrate(
+    index_dir: str,
+    probes_path: str | None,
+    target: float,
+    folds: int,
+    retriever: str | None,
+    generator: str,
+    generator_url: str | None,
+    export_path: str | None,
+    apply_path: str | None,
+    reset: bool,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Fit the answer-or-refuse gate for an index on a probe set, and store it there."""
+    from groundqa.evaluate import calibrate as cal
+
+    chosen = [bool(probes_path), bool(apply_path), reset]
+    if sum(chosen) != 1:
+        raise UsageError("calibrate needs exactly one of --probes FILE, --apply FILE or --reset")
+    if apply_path:
+        stored = _read_calibration(Path(apply_path))
+        manifest = cal.install(Path(index_dir), stored)
+        out.print(f"calibration from {apply_path} stored in build {manifest.build_id}")
+        return
+    if reset:
+        manifest = cal.reset(Path(index_dir))
+        out.print(f"build {manifest.build_id} uses the built-in default gate again")
+        return
+    from groundqa.engine import Engine
+    from groundqa.evaluate import load_probes
+
+    assert probes_path is not None
+    probes = load_probes(probes_path)
+    engine = Engine.open(index_dir)
+    with _progress(not as_json) as reporter:
+        if reporter is not None:
+            reporter.stage("screening probes", total=len(probes))
+        report = cal.calibrate(
+            engine,
+            probes,
+            target=target,
+            folds=folds,
+            retriever=retriever,
+            generator=generator,
+            options=_options(generator_url, 60.0),
+            progress=reporter.advance if reporter is not None else None,
+        )
+    gate = report.gate.to_dict()
+    if export_path:
+        Path(export_path).write_text(json.dumps(gate, indent=1) + "\n", encoding="utf-8")
+    if not dry_run:
+        cal.install(Path(index_dir), gate)
+    if as_json:
+        _emit_json({**report.to_dict(), "stored": not dry_run})
+        return
+    _print_calibration(report, target)
+    if dry_run:
+        out.print("[dim]dry run: nothing stored[/]")
+    else:
+        out.print(f"stored in {index_dir} (build {engine.manifest.build_id})")
+
+
+def _read_calibration(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"no calibration file at {path}") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{path} is not a calibration JSON file ({exc})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path} is not a calibration JSON file (expected an object)")
+    return data
+
+
+def _print_calibration(report: Any, target: float) -> None:
+    n = report.gate.info["probes"]
+    folds = report.gate.info["folds"]
+    table = Table(
+        title=f"{folds}-fold cross-validated: each question judged by a model fitted without it",
+        header_style="bold",
+    )
+    for column in (
+        "gate",
+        "AUC",
+        "answerable refused",
+        "out-of-scope refused",
+        "near-miss refused",
+    ):
+        table.add_column(column, justify="left" if column == "gate" else "right")
+    for name, result in report.results.items():
+        row = [name, f"{result['auc']:.3f}"]
+        for kind in ("answerable", "out_of_scope", "near_miss"):
+            o = result["outcome"].get(kind)
+            row.append(
+                f"{o['refused']}/{o['n']} (gate {o['gate']}, generator {o['generator']})"
+                if o
+                else "-"
+            )
+        table.add_row(*row)
+    out.print(table)
+    for rate, point in report.operating.items():
+        out.print(
+            f"at {rate} false refusal: refuses {point['refused_unanswerable']:.0%} of unanswerable"
+        )
+    model = report.gate.model
+    out.print(
+        f"model: logistic over {len(model.names)} features, fitted on {n['answerable']} answerable "
+        f"and {n['unanswerable']} unanswerable probes; threshold {report.gate.threshold:.3f} "
+        f"(target {target:.0%} false refusal)"
+    )
+    for name, coef in sorted(zip(model.names, model.coef, strict=True), key=lambda r: -abs(r[1])):
+        out.print(f"  {name:<18} {coef:+.3f} per standard deviation")
 
 
 # ---------------------------------------------------------------- serve

@@ -9,6 +9,8 @@ pipeline logic of its own.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -24,7 +26,7 @@ from groundqa.definitions import defined_term, defines
 from groundqa.embed import Embedder, EmbedderOptions, Matrix, get_embedder
 from groundqa.errors import GenerationError, UsageError
 from groundqa.fusion import cap_per_group, mmr
-from groundqa.gate import LexicalGate
+from groundqa.gate import Gate, Reading, features, gate_for
 from groundqa.generate import (
     Evidence,
     Generation,
@@ -32,6 +34,7 @@ from groundqa.generate import (
     GeneratorOptions,
     get_generator,
 )
+from groundqa.generate.extractive import ExtractiveGenerator
 from groundqa.generate.presets import preset_for
 from groundqa.index import LoadedIndex, load_index, top_k
 from groundqa.index.dense import check_embedder
@@ -55,6 +58,10 @@ from groundqa.text import Analyzer, PassageTerms
 Filters = Mapping[str, str | Sequence[str]]
 # A reranker re-scores this many of the best hits (or the depth asked for, if more).
 RERANK_DEPTH = 20
+# The gate compares each method's own best this deep; query vectors are kept for this many.
+SIGNAL_DEPTH = 10
+QUERY_CACHE = 256
+Mask = npt.NDArray[np.bool_] | None
 Scope = Mapping[str, str | Sequence[str]]
 
 
@@ -71,11 +78,9 @@ class Engine:
         self.analyzer = analyzer
         self.embedder_options = embedder_options or EmbedderOptions()
         self._embedder: Embedder | None = None
-        gate = loaded.manifest.gate
-        self.gate = LexicalGate(
-            min_coverage=float(gate.get("min_coverage", LexicalGate.min_coverage)),
-            top_n=int(gate.get("top_n", LexicalGate.top_n)),
-        )
+        self._query_vectors: dict[str, Matrix] = {}
+        self.gate: Gate = gate_for(loaded.manifest.gate, loaded.manifest.fingerprint)
+        self.reader = ExtractiveGenerator()
         self.passage_text = PassageTerms(analyzer)
         self._generators: dict[tuple[str, GeneratorOptions], Generator] = {}
         self._rerankers: dict[tuple[str, GeneratorOptions], Reranker | None] = {}
@@ -115,10 +120,16 @@ class Engine:
         return self._embedder
 
     def embed_query(self, text: str) -> Matrix:
-        embedder = self.query_embedder()
-        vector = embedder.embed([text])
-        check_embedder(self._loaded.manifest.dense, embedder, vector)
-        row: Matrix = vector[0]
+        """The query's vector; the last few are kept, since retrieval and the gate both ask."""
+        row = self._query_vectors.get(text)
+        if row is None:
+            embedder = self.query_embedder()
+            vector = embedder.embed([text])
+            check_embedder(self._loaded.manifest.dense, embedder, vector)
+            row = vector[0]
+            if len(self._query_vectors) >= QUERY_CACHE:
+                self._query_vectors.clear()
+            self._query_vectors[text] = row
         return row
 
     @property
@@ -139,8 +150,14 @@ class Engine:
 
     @property
     def fingerprint(self) -> str:
-        """Changes whenever the build does: the key that keeps cached answers from going stale."""
-        return f"{self.manifest.build_id}:{self.manifest.fingerprint}"
+        """Changes whenever the build or its gate does: the key that keeps cached answers
+        from going stale."""
+        return f"{self.manifest.build_id}:{self.manifest.fingerprint}:{self._gate_id}"
+
+    @cached_property
+    def _gate_id(self) -> str:
+        settings = json.dumps(self.gate.to_dict(), sort_keys=True)
+        return hashlib.sha256(settings.encode("utf-8")).hexdigest()[:12]
 
     @cached_property
     def _by_chunk(self) -> dict[str, Chunk]:
@@ -206,6 +223,29 @@ class Engine:
         `rerank.get_reranker`) re-scores the best `RERANK_DEPTH` (or `depth`, if more)
         before the list is cut; `options` reach an `llm:` reranker's server.
         """
+        hits, _ = self._search(
+            question,
+            depth=depth,
+            filters=filters,
+            scope=scope,
+            retriever=retriever,
+            reranker=reranker,
+            options=options,
+        )
+        return hits
+
+    def _search(
+        self,
+        question: str,
+        *,
+        depth: int,
+        filters: Filters | None,
+        scope: Scope | None,
+        retriever: str | None,
+        reranker: str | None,
+        options: GeneratorOptions | None,
+    ) -> tuple[list[Hit], Mask]:
+        """`search`, and the mask of chunks it was allowed to return (None: all)."""
         question = check_question(question)
         plan = check_retriever(retriever or self.default_retriever, self.retrievers)
         allowed = self.facets.mask(filters or {})
@@ -245,7 +285,7 @@ class Engine:
             Hit(chunk=self.chunks[row], score=score, rank=rank, retriever=plan.spec)
             for rank, (row, score) in enumerate(ranked[:keep], start=1)
         ]
-        return hits if rerank is None else rerank.rerank(question, hits, top_n=depth)
+        return (hits if rerank is None else rerank.rerank(question, hits, top_n=depth)), allowed
 
     def reranker(self, spec: str, options: GeneratorOptions | None = None) -> Reranker | None:
         """The reranker for `spec`, created once per engine (a model loads only once)."""
@@ -254,9 +294,7 @@ class Engine:
             self._rerankers[key] = get_reranker(spec, key[1])
         return self._rerankers[key]
 
-    def _rank(
-        self, plan: Plan, query: str, pool: int, allowed: npt.NDArray[np.bool_] | None
-    ) -> list[tuple[int, float]]:
+    def _rank(self, plan: Plan, query: str, pool: int, allowed: Mask) -> list[tuple[int, float]]:
         """Row indices and scores, best first, for the plan's method."""
         lexical: list[tuple[int, float]] = []
         dense: list[tuple[int, float]] = []
@@ -290,6 +328,58 @@ class Engine:
             list(range(len(ranked))), relevance.tolist(), vectors @ vectors.T, k=k, lam=lam
         )
         return [ranked[i] for i in picked]
+
+    def gate_features(self, evidence: Evidence, allowed: Mask = None) -> dict[str, float]:
+        """What the gate weighs for this question (see `gate.features`): empty when no
+        passage was found. Each method's own best are taken from the chunks `allowed`."""
+        if not evidence.hits:
+            return {}
+        question = evidence.question
+        lexical = self._loaded.lexical
+        terms = self.analyzer.terms(question)
+        ranked = top_k(lexical.scores(terms), SIGNAL_DEPTH, allowed)
+        known = [t for t in dict.fromkeys(terms) if lexical.df(t) > 0]
+        k1 = float(self.manifest.lexical.get("k1", 1.5))
+        ceiling = sum(lexical.idf(t) for t in known) * (k1 + 1) * (1 + lexical.heading_weight)
+        dense = None
+        if self._loaded.vectors is not None:
+            dense = self._loaded.vectors.search(self.embed_query(question), SIGNAL_DEPTH, allowed)
+        return features(
+            evidence.weights,
+            {t for t in evidence.weights if lexical.df(t) == 0},
+            [self._passage_terms(h) for h in evidence.hits],
+            ranked,
+            ceiling,
+            self.reader.reading(evidence) if evidence.weights else Reading(),
+            dense,
+        )
+
+    def screen(
+        self, question: str, *, retriever: str | None = None, k: int | None = None
+    ) -> tuple[Evidence, dict[str, float]]:
+        """What `ask` would hand the gate and the generator for a question, without deciding:
+        calibration fits the gate on these, and replays generators on the same evidence."""
+        question = check_question(question)
+        intent, preset = preset_for(question)
+        settings = preset.merged(k=k)
+        hits, allowed = self._search(
+            question,
+            depth=settings.k,
+            filters=None,
+            scope=None,
+            retriever=retriever,
+            reranker=None,
+            options=None,
+        )
+        evidence = Evidence(
+            question,
+            self.weights(question),
+            tuple(hits),
+            self.passage_text,
+            settings=settings,
+            intent=intent,
+        )
+        return evidence, self.gate_features(evidence, allowed)
 
     def scope_for(
         self, question: str, scope: Scope | None, auto_scope: bool
@@ -373,7 +463,7 @@ class Engine:
         settings = preset.merged(k=k, temperature=temperature, max_tokens=max_tokens)
         applied = self.scope_for(question, scope, auto_scope)
         check_k(settings.k)
-        hits = self.search(
+        hits, allowed = self._search(
             question,
             depth=settings.k,
             filters=filters,
@@ -385,7 +475,10 @@ class Engine:
         yield hits
         t_retrieved = time.perf_counter()
         weights = self.weights(question)
-        decision = self.gate.decide(weights, hits, self._passage_terms)
+        evidence = Evidence(
+            question, weights, tuple(hits), self.passage_text, settings=settings, intent=intent
+        )
+        decision = self.gate.decide(weights, self.gate_features(evidence, allowed))
         t_gated = time.perf_counter()
         timings = {
             "retrieve": (t_retrieved - started) * 1000,
@@ -407,9 +500,6 @@ class Engine:
             timings["total"] = (time.perf_counter() - started) * 1000
             yield self._audited(replace(base, timings_ms=timings))
             return
-        evidence = Evidence(
-            question, weights, tuple(hits), self.passage_text, settings=settings, intent=intent
-        )
         result: Generation | None = None
         error: str | None = None
         try:

@@ -21,7 +21,7 @@ from groundqa.acronyms import mine_acronyms
 from groundqa.chunking import ChunkerSettings, chunk_documents
 from groundqa.embed import EmbedderOptions, get_embedder
 from groundqa.errors import EmptyCorpusError, GroundqaError, Interrupted, ValidationBlocked
-from groundqa.gate import LexicalGate
+from groundqa.gate import DEFAULT_GATE
 from groundqa.index import (
     BM25_DIR,
     BM25Settings,
@@ -63,6 +63,7 @@ class IngestReport:
     findings: tuple[Finding, ...] = ()
     seconds: float = 0.0
     timings_s: dict[str, float] = field(default_factory=dict)
+    gate_note: str = ""  # set when the previous build's calibration could not be kept
 
     @property
     def message(self) -> str:
@@ -73,7 +74,8 @@ class IngestReport:
         )
         if not self.changed:
             return f"index at {self.index_dir} is up to date ({what}); nothing to do"
-        return f"built {self.index_dir} ({what}) in {self.seconds:.2f}s"
+        note = f"; {self.gate_note}" if self.gate_note else ""
+        return f"built {self.index_dir} ({what}) in {self.seconds:.2f}s{note}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -192,6 +194,7 @@ def ingest(
                     seconds=time.perf_counter() - started,
                     timings_s=timings,
                 )
+            gate, gate_note = _carried_gate(previous, build_fingerprint)
             t = time.perf_counter()
             reporter.stage("chunking", total=len(documents))
             chunks = chunk_documents(documents, chunker)
@@ -234,7 +237,7 @@ def ingest(
                     chunker=settings["chunker"],
                     lexical=settings["lexical"],
                     analyzer=analyzer.name,
-                    gate=LexicalGate().to_dict(),
+                    gate=gate,
                     dense=dense_entry,
                     timings_s={k: round(v, 3) for k, v in timings.items()},
                     counts=counts,
@@ -257,4 +260,19 @@ def ingest(
         findings=tuple(findings),
         seconds=time.perf_counter() - started,
         timings_s=timings,
+        gate_note=gate_note,
+    )
+
+
+def _carried_gate(previous: Manifest | None, build_fingerprint: str) -> tuple[dict[str, Any], str]:
+    """The gate for a new build: the previous calibration when it was made for an identical
+    build (a forced rebuild), else the default, with a note when a calibration is dropped."""
+    stored = previous.gate if previous else {}
+    if not stored.get("calibrated"):
+        return DEFAULT_GATE.to_dict(), ""
+    if stored.get("index_fingerprint") == build_fingerprint:
+        return dict(stored), ""
+    return DEFAULT_GATE.to_dict(), (
+        "the corpus or settings changed, so the gate calibration was dropped; "
+        "run `groundqa calibrate` again"
     )

@@ -15,6 +15,7 @@ from typing import Any
 
 from groundqa.chunking import BoundaryIssue, check_boundaries, size_summary
 from groundqa.errors import GroundqaError
+from groundqa.gate import gate_for
 from groundqa.index import load_index
 from groundqa.index.store import Manifest
 from groundqa.ingestion import corpus_fingerprint
@@ -30,6 +31,7 @@ class InspectReport:
     staleness: str
     section_ids: list[str]
     acronyms: int = 0
+    gate: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -39,6 +41,7 @@ class InspectReport:
             "boundary_issues": [b.to_dict() for b in self.boundary_issues],
             "staleness": self.staleness,
             "acronyms": self.acronyms,
+            "gate": self.gate,
         }
 
 
@@ -75,4 +78,5 @@ def inspect_index(index_dir: Path) -> InspectReport:
         staleness=staleness,
         section_ids=sorted({c.section_id for c in chunks}),
         acronyms=len(loaded.acronyms),
+        gate=gate_for(manifest.gate, manifest.fingerprint).describe(),
     )

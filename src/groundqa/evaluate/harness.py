@@ -14,6 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from groundqa.calibration import roc_auc
 from groundqa.engine import Engine
 from groundqa.errors import ProbeError
 from groundqa.evaluate.metrics import (
@@ -30,6 +33,7 @@ from groundqa.evaluate.metrics import (
     same_document_crowding,
 )
 from groundqa.evaluate.probes import Probe
+from groundqa.generate import GeneratorOptions
 
 DEFAULT_KS = (1, 2, 3, 5, 8, 10, 20)
 
@@ -143,8 +147,15 @@ def evaluate_probes(
     ks: Sequence[int] = DEFAULT_KS,
     retriever: str | None = None,
     answer_k: int = 5,
+    generator: str = "extractive",
+    options: GeneratorOptions | None = None,
 ) -> EvalReport:
-    """Rank, gate, answer and score every probe with one retriever (default: the index's)."""
+    """Rank, gate, answer and score every probe with one retriever (default: the index's).
+
+    `generator` answers what the gate lets through; when it declines (the extractive
+    reader finding no sentence, an LLM replying with the refusal sentence) the probe
+    counts as refused by the generator, apart from the gate's refusals.
+    """
     retriever = retriever or engine.default_retriever
     check_expected(engine, probes)
     ks = sorted(set(ks))
@@ -154,7 +165,9 @@ def evaluate_probes(
     for probe in probes:
         t0 = time.perf_counter()
         hits = engine.search(probe.question, depth=depth, retriever=retriever)
-        answer = engine.ask(probe.question, k=answer_k, retriever=retriever)
+        answer = engine.ask(
+            probe.question, k=answer_k, retriever=retriever, generator=generator, options=options
+        )
         latency = (time.perf_counter() - t0) * 1000
         expected = set(probe.expected)
         ranked = tuple(dedupe(h.chunk.section_id for h in hits))
@@ -181,7 +194,7 @@ def evaluate_probes(
             )
         )
     expected_docs = {c.section_id: c.doc_id for c in engine.chunks}
-    return summarise(results, ks, retriever, expected_docs, engine.gate.min_coverage)
+    return summarise(results, ks, retriever, expected_docs, engine.gate.threshold)
 
 
 def summarise(
@@ -238,11 +251,21 @@ def summarise(
     for kind, key in (("out_of_scope", "refused_out_of_scope"), ("near_miss", "refused_near_miss")):
         if by_kind[kind]:
             metrics[key] = mean(float(r.refused) for r in by_kind[kind])
-            metrics[f"gate_{key}"] = mean(float(r.refused_by == "gate") for r in by_kind[kind])
+            for check in ("gate", "generator"):
+                metrics[f"{check}_{key}"] = mean(
+                    float(r.refused_by == check) for r in by_kind[kind]
+                )
     if by_kind["answerable"]:
         metrics["false_refusal"] = mean(float(r.refused) for r in by_kind["answerable"])
-        metrics["gate_false_refusal"] = mean(
-            float(r.refused_by == "gate") for r in by_kind["answerable"]
+        for check in ("gate", "generator"):
+            metrics[f"{check}_false_refusal"] = mean(
+                float(r.refused_by == check) for r in by_kind["answerable"]
+            )
+    labelled = [r for r in results if r.probe.kind in by_kind]
+    if by_kind["answerable"] and len(by_kind["answerable"]) < len(labelled):
+        metrics["confidence_auc"] = roc_auc(
+            np.asarray([float(r.probe.answerable) for r in labelled]),
+            np.asarray([r.gate_score for r in labelled]),
         )
     checked = [r for r in results if r.contains is not None]
     if checked:

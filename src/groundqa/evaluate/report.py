@@ -134,7 +134,7 @@ def render_markdown(
             if any(k in row for row in first.gate_sweep)
         ]
         out += [
-            f"Gate refusals at other thresholds ({_inline(first.retriever)}, at the gate only):",
+            f"Gate refusals at other confidence thresholds ({_inline(first.retriever)}, at the gate only):",
             "",
         ]
         out += _table(
@@ -161,7 +161,7 @@ def render_markdown(
 
     out += [f"## Per question ({_inline(first.retriever)})", ""]
     out += _table(
-        ["id", "kind", "rank", "refused by", "gate score", "answer check"],
+        ["id", "kind", "rank", "refused by", "confidence", "answer check"],
         [
             [
                 _code(x.probe.id),
@@ -451,7 +451,7 @@ def _plot_gate_scores(report: EvalReport, path: Path, *, title: str) -> Path:
     ax.set_ylim(-0.6, len(kinds) - 0.4)
     top = max([1.0, report.gate_threshold, *(x.gate_score for x in report.results)])
     ax.set_xlim(-0.02, top * 1.02)
-    ax.set_xlabel("gate score (idf-weighted share of question terms in the best passage)")
+    ax.set_xlabel("confidence: P(answerable) from the gate")
     ax.set_title(f"Gate scores by probe kind ({report.retriever}): {title}", fontsize=10)
     ax.grid(True, axis="x", alpha=0.3)
     # Outside the axes: "best" placement is slow on large probe sets and may cover points.

@@ -34,6 +34,7 @@ from typing import Any
 
 from groundqa._version import __version__
 from groundqa.errors import (
+    CalibrationError,
     IndexCorruptError,
     IndexLockedError,
     IndexMissingError,
@@ -285,6 +286,37 @@ def write_build(
         raise
     _prune(builds, keep={sealed.build_id}, keep_previous=keep_previous)
     return sealed
+
+
+def update_gate(index_dir: Path, gate: dict[str, Any], fingerprint: str | None = None) -> Manifest:
+    """Replace the current build's gate settings in its manifest, atomically.
+
+    Only the manifest changes (its `files` seal the data files, which stay as they
+    are); a reader sees the old manifest or the new one, never half of either.
+    With `fingerprint`, the current build must still be that one (checked under
+    the lock, so a rebuild in between cannot receive a gate fitted to another).
+    """
+    with build_lock(index_dir):
+        build = current_build(index_dir)
+        manifest = read_manifest(build)
+        if fingerprint is not None and manifest.fingerprint != fingerprint:
+            raise CalibrationError(
+                f"the gate was fitted for index build {fingerprint[:12]}, but {index_dir} now "
+                f"holds build {manifest.fingerprint[:12]}; calibrate this index itself"
+            )
+        updated = Manifest.from_dict({**manifest.to_dict(), "gate": gate})
+        tmp = build / f".{MANIFEST}-{uuid.uuid4().hex[:8]}"
+        try:
+            with tmp.open("w", encoding="utf-8") as f:
+                json.dump(updated.to_dict(), f, ensure_ascii=False, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, build / MANIFEST)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        _fsync_dir(build)
+    return updated
 
 
 def _prune(builds: Path, keep: set[str], *, keep_previous: bool) -> None:

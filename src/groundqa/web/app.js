@@ -10,7 +10,7 @@
 (() => {
   const FACET_ORDER = ["jurisdiction", "state", "area", "category"];
   const TOKEN_KEY = "groundqa.token";
-  const CHECK_NAMES = { gate: "the coverage gate", generator: "the answer generator" };
+  const CHECK_NAMES = { gate: "the relevance gate", generator: "the answer generator" };
 
   const $ = (id) => document.getElementById(id);
   const form = $("ask-form");
@@ -139,10 +139,10 @@
     if (health.default_retriever) foot.push(`retriever ${health.default_retriever}`);
     if (health.embedder && health.embedder.model_id) foot.push(`embedder ${health.embedder.model_id}`);
     const gate = health.gate || {};
-    if (gate.min_coverage !== undefined) {
+    if (gate.threshold !== undefined) {
       foot.push(
-        `answers need ${percent(gate.min_coverage)} coverage` +
-          (gate.calibrated ? " (calibrated)" : " (not calibrated)"),
+        `answers from ${percent(gate.threshold)} confidence` +
+          (gate.calibrated ? " (calibrated gate)" : " (default gate, not calibrated)"),
       );
     }
     footerInfo.textContent = foot.join(" · ");
@@ -442,20 +442,19 @@
     return para;
   }
 
-  function coverageText(gate) {
-    if (!gate) return null;
-    const features = gate.features || {};
-    const coverage = "coverage" in features ? features.coverage : gate.score;
-    if (coverage === undefined || coverage === null) return null;
-    let text = `coverage ${percent(coverage)}`;
-    if (gate.threshold !== undefined && gate.threshold !== null) text += ` (threshold ${percent(gate.threshold)})`;
-    return text;
+  function confidenceText(data) {
+    const gate = data.gate;
+    if (!gate || data.confidence === undefined || data.confidence === null) return null;
+    const kind = gate.calibrated ? "calibrated" : "default gate";
+    let text = `confidence ${percent(data.confidence)} (${kind}`;
+    if (gate.threshold !== undefined && gate.threshold !== null) text += `, answers from ${percent(gate.threshold)}`;
+    return `${text})`;
   }
 
   function resultMetaItems(data) {
     const items = [];
-    const coverage = coverageText(data.gate);
-    if (coverage) items.push(el("span", { class: "coverage", dataset: { testid: "coverage" } }, coverage));
+    const confidence = confidenceText(data);
+    if (confidence) items.push(el("span", { class: "confidence", dataset: { testid: "confidence" } }, confidence));
     const scope = data.scope || {};
     const scoped = Object.entries(scope).filter(([, values]) => values && values.length);
     if (scoped.length) {

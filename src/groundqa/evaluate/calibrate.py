@@ -1,0 +1,309 @@
+"""Calibrating the gate on a probe set, and measuring it honestly.
+
+`calibrate` runs every probe through retrieval once, collects the gate's
+features (`Engine.screen`), fits the logistic model on all of them and sets the
+threshold for the target false-refusal rate from out-of-fold probabilities. The
+figures it reports come from nested cross-validation (`calibration.
+cross_validate`): no question is judged by a model or a threshold fitted to it.
+
+Refusals are counted twice: at the gate, and end to end, where a question the
+gate lets through still counts as refused when the generator declines it (the
+extractive reader when its best sentence covers too little; an LLM backend when
+it says it cannot answer). The same counts are given for fixed raw-score
+cutoffs, so what calibration adds is visible:
+
+- `coverage>=0.4`: the lexical gate groundqa used before calibration;
+- `cosine>=0.3`: the "cosine distance under 0.7" gate many RAG systems use
+  (indexes with vectors only).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from groundqa.calibration import (
+    DEFAULT_FOLDS,
+    DEFAULT_TARGET,
+    Array,
+    Logistic,
+    check_labels,
+    cross_validate,
+    fit_logistic,
+    fold_count,
+    out_of_fold,
+    probe_fingerprint,
+    refusal_at,
+    roc_auc,
+    threshold_for,
+)
+from groundqa.engine import Engine
+from groundqa.errors import CalibrationError
+from groundqa.evaluate.probes import KINDS, Probe
+from groundqa.gate import DEFAULT_GATE, DENSE_FEATURES, LEXICAL_FEATURES, Gate
+from groundqa.generate import GeneratorOptions
+from groundqa.index.store import Manifest, current_build, read_manifest, update_gate
+
+# Fixed cutoffs shown beside the calibrated gate: (name, feature, minimum to answer).
+BASELINES = (("coverage>=0.4", "coverage", 0.4), ("cosine>=0.3", "dense_top", 0.3))
+RELIABILITY_BINS = 5
+
+
+@dataclass(frozen=True)
+class ProbeFeatures:
+    """Every probe's gate features and whether the generator declines its evidence."""
+
+    probes: tuple[Probe, ...]
+    names: tuple[str, ...]
+    x: Array
+    y: Array
+    generator_refused: npt.NDArray[np.bool_]
+    empty: npt.NDArray[np.bool_]  # no topic words or no passage: refused before any model
+
+    @property
+    def kinds(self) -> list[str]:
+        return [p.kind for p in self.probes]
+
+
+def feature_names(engine: Engine) -> tuple[str, ...]:
+    """The features a model for this index uses: the dense ones only where it has vectors."""
+    return LEXICAL_FEATURES + (DENSE_FEATURES if "dense" in engine.retrievers else ())
+
+
+def probe_features(
+    engine: Engine,
+    probes: Sequence[Probe],
+    *,
+    retriever: str | None = None,
+    generator: str = "extractive",
+    options: GeneratorOptions | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> ProbeFeatures:
+    """Screen every probe once; the generator reads the same evidence `ask` would give it."""
+    names = feature_names(engine)
+    gen = engine.generator(generator, options)
+    rows: list[list[float]] = []
+    declined: list[bool] = []
+    empty: list[bool] = []
+    for probe in probes:
+        evidence, feats = engine.screen(probe.question, retriever=retriever)
+        rows.append([feats.get(n, 0.0) for n in names])
+        nothing = not feats or not evidence.weights
+        empty.append(nothing)
+        declined.append(nothing or gen.generate(evidence).refused)
+        if progress is not None:
+            progress(1)
+    return ProbeFeatures(
+        probes=tuple(probes),
+        names=names,
+        x=np.asarray(rows, dtype=np.float64).reshape(len(rows), len(names)),
+        y=np.asarray([1.0 if p.answerable else 0.0 for p in probes]),
+        generator_refused=np.asarray(declined, dtype=bool),
+        empty=np.asarray(empty, dtype=bool),
+    )
+
+
+def outcome(
+    kinds: Sequence[str],
+    gate_refused: npt.NDArray[np.bool_],
+    generator_refused: npt.NDArray[np.bool_],
+) -> dict[str, dict[str, int]]:
+    """Per probe kind: how many there are, refused at the gate, refused by the generator
+    after the gate let them through, and refused end to end."""
+    out: dict[str, dict[str, int]] = {}
+    for kind in KINDS:
+        rows = np.asarray([k == kind for k in kinds], dtype=bool)
+        if not rows.any():
+            continue
+        gate = gate_refused & rows
+        generator = ~gate_refused & generator_refused & rows
+        out[kind] = {
+            "n": int(rows.sum()),
+            "gate": int(gate.sum()),
+            "generator": int(generator.sum()),
+            "refused": int((gate | generator).sum()),
+        }
+    return out
+
+
+def reliability(y: Array, p: Array, bins: int = RELIABILITY_BINS) -> list[dict[str, float]]:
+    """Probabilities in equal-width bins against the share of answerable probes in each."""
+    rows = []
+    for i in range(bins):
+        lo, hi = i / bins, (i + 1) / bins
+        inside = (p >= lo) & ((p < hi) if i < bins - 1 else (p <= hi))
+        if inside.any():
+            rows.append(
+                {
+                    "lo": lo,
+                    "hi": hi,
+                    "n": int(inside.sum()),
+                    "mean_confidence": round(float(p[inside].mean()), 4),
+                    "answerable_share": round(float(y[inside].mean()), 4),
+                }
+            )
+    return rows
+
+
+@dataclass
+class CalibrationReport:
+    """The fitted gate, and how it and the fixed cutoffs do on questions they did not see."""
+
+    gate: Gate
+    data: ProbeFeatures
+    probability: Array  # nested out-of-fold P(answerable) per probe
+    refused: npt.NDArray[np.bool_]  # the cross-validated gate's refusal of each probe
+    results: dict[str, dict[str, Any]]  # method -> {"auc", "outcome", ...}
+    operating: dict[str, dict[str, float]]  # "5%", "10%" -> reading of the out-of-fold curve
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gate": self.gate.to_dict(),
+            "results": self.results,
+            "operating_points": self.operating,
+            "reliability": reliability(self.data.y, self.probability),
+            "probes": [
+                {
+                    "id": p.id,
+                    "kind": p.kind,
+                    "confidence_cv": round(float(self.probability[i]), 4),
+                    "gate_refused_cv": bool(self.refused[i]),
+                    "generator_refused": bool(self.data.generator_refused[i]),
+                    "features": dict(zip(self.data.names, self.data.x[i].tolist(), strict=True)),
+                }
+                for i, p in enumerate(self.data.probes)
+            ],
+        }
+
+
+def calibrate(
+    engine: Engine,
+    probes: Sequence[Probe],
+    *,
+    target: float = DEFAULT_TARGET,
+    folds: int = DEFAULT_FOLDS,
+    retriever: str | None = None,
+    generator: str = "extractive",
+    options: GeneratorOptions | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> CalibrationReport:
+    """Fit the gate for `engine`'s index on `probes` and measure it by cross-validation."""
+    y = np.asarray([1.0 if p.answerable else 0.0 for p in probes])
+    check_labels(y)
+    data = probe_features(
+        engine,
+        probes,
+        retriever=retriever,
+        generator=generator,
+        options=options,
+        progress=progress,
+    )
+    return fit_report(
+        data,
+        target=target,
+        folds=folds,
+        info={
+            "index_fingerprint": engine.manifest.fingerprint,
+            "build_id": engine.manifest.build_id,
+            "retriever": retriever or engine.default_retriever,
+            "generator": generator,
+        },
+    )
+
+
+def fit_report(
+    data: ProbeFeatures,
+    *,
+    target: float = DEFAULT_TARGET,
+    folds: int = DEFAULT_FOLDS,
+    info: Mapping[str, Any] | None = None,
+) -> CalibrationReport:
+    """The gate fitted on all of `data`, and cross-validated figures for it and the baselines."""
+    x, y = data.x, data.y
+    check_labels(y)
+    names = data.names
+    model = fit_logistic(x, y, names)
+    k = fold_count(y, folds)
+    threshold = threshold_for(out_of_fold(x, y, names, k)[y == 1], target)
+    cv = cross_validate(x, y, names, target=target, folds=folds)
+    # A question with no topic words or no passage is refused before any model runs.
+    refused = cv.refused | data.empty
+    probability = np.where(data.empty, 0.0, cv.probability)
+    results: dict[str, dict[str, Any]] = {
+        "calibrated": {
+            "auc": round(roc_auc(y, probability), 4),
+            "outcome": outcome(data.kinds, refused, data.generator_refused),
+            "thresholds": [round(t, 4) for t in cv.thresholds],
+        }
+    }
+    for name, feature, cutoff in BASELINES:
+        if feature not in names:
+            continue
+        column = x[:, names.index(feature)]
+        fixed = (column < cutoff) | data.empty
+        results[name] = {
+            "auc": round(roc_auc(y, column), 4),
+            "outcome": outcome(data.kinds, fixed, data.generator_refused),
+        }
+    operating = {f"{rate:.0%}": refusal_at(y, probability, rate) for rate in (0.05, 0.10)}
+    answerable = int(y.sum())
+    stored = {
+        **(info or {}),
+        "probe_fingerprint": probe_fingerprint([(p.question, p.kind) for p in data.probes]),
+        "target_false_refusal": target,
+        "probes": {"answerable": answerable, "unanswerable": len(y) - answerable},
+        "folds": k,
+        "cv_auc": results["calibrated"]["auc"],
+        "calibrated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    gate = Gate(model, threshold, calibrated=True, info=stored)
+    return CalibrationReport(gate, data, probability, refused, results, operating)
+
+
+def install(index_dir: Path, stored: Mapping[str, Any]) -> Manifest:
+    """Store a calibration in the index's manifest, refusing one made for another index.
+
+    `stored` is a gate as `Gate.to_dict()` writes it (what `calibrate --export`
+    saves); its `index_fingerprint` must name the index's current build.
+    """
+    if not stored.get("calibrated") or "index_fingerprint" not in stored:
+        raise CalibrationError(
+            "that file holds no calibration (no `calibrated` gate with an `index_fingerprint`); "
+            "write one with `groundqa calibrate --export FILE`"
+        )
+    model = Logistic.from_dict(stored.get("model", {}))
+    try:
+        threshold = float(stored["threshold"])
+    except (KeyError, TypeError, ValueError):
+        raise CalibrationError("the calibration has no numeric `threshold`") from None
+    if not 0.0 <= threshold <= 1.0:  # also false for NaN
+        raise CalibrationError(f"the calibration's threshold {threshold} is not a probability")
+    manifest = read_manifest(current_build(index_dir))
+    fingerprint = str(stored["index_fingerprint"])
+    if fingerprint != manifest.fingerprint:
+        raise CalibrationError(
+            f"this calibration was made for another index (fingerprint {fingerprint[:12]}, "
+            f"this one is {manifest.fingerprint[:12]}); run `groundqa calibrate --index "
+            f"{index_dir} --probes FILE` on this index"
+        )
+    missing = (
+        set(model.names)
+        - set(LEXICAL_FEATURES)
+        - (set(DENSE_FEATURES) if manifest.dense else set())
+    )
+    if missing:
+        raise CalibrationError(
+            f"the calibration uses features this index cannot give ({', '.join(sorted(missing))})"
+        )
+    return update_gate(index_dir, dict(stored), fingerprint)
+
+
+def reset(index_dir: Path) -> Manifest:
+    """Put the built-in default gate back."""
+    return update_gate(index_dir, DEFAULT_GATE.to_dict())
