@@ -12,6 +12,7 @@ import audit
 import dense
 import embedder
 import foundation
+import gate
 import generation
 import retrieval
 import serve_load
@@ -23,6 +24,7 @@ def main() -> int:
     foundation.run()
     retrieval.run()
     dense.run()
+    gate.run()
     embedder.run()
     serve_load.run()
     audit.run()
