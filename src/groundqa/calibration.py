@@ -31,6 +31,9 @@ Array = npt.NDArray[np.float64]
 MIN_PROBES = 10
 DEFAULT_TARGET = 0.05
 DEFAULT_FOLDS = 5
+# The threshold is read off out-of-fold probabilities pooled over this many fold shuffles:
+# with a few dozen answerable probes, one shuffle moves the 5% quantile a lot.
+THRESHOLD_REPEATS = 5
 L2 = 1.0
 
 
@@ -168,6 +171,16 @@ def out_of_fold(x: Array, y: Array, names: Sequence[str], k: int, seed: int = 0)
     return p
 
 
+def threshold_from_folds(
+    x: Array, y: Array, names: Sequence[str], target: float, folds: int, seed: int = 0
+) -> float:
+    """The threshold for `target` false refusals, from answerable probes' out-of-fold
+    probabilities pooled over `THRESHOLD_REPEATS` fold shuffles."""
+    k = fold_count(y, folds)
+    pooled = [out_of_fold(x, y, names, k, seed + r)[y == 1] for r in range(THRESHOLD_REPEATS)]
+    return threshold_for(np.concatenate(pooled), target)
+
+
 def roc_auc(y: Array, p: Array) -> float:
     """Area under the ROC curve: P(answerable scores above unanswerable), ties count half."""
     pos = p[y == 1]
@@ -214,8 +227,9 @@ def cross_validate(
     """Nested cross-validation: each outer fold's model and threshold come from the other folds.
 
     The threshold for a fold is set from inner out-of-fold probabilities on its
-    training part, exactly as `calibrate` sets the stored one, so the refusals
-    reported here are what a deployed calibration would do on unseen questions.
+    training part (`threshold_from_folds`), exactly as `calibrate` sets the stored
+    one, so the refusals reported here are what a deployed calibration would do on
+    unseen questions.
     """
     check_labels(y)
     k = fold_count(y, folds)
@@ -225,8 +239,7 @@ def cross_validate(
     for test in stratified_folds(y, k, seed):
         train = np.setdiff1d(np.arange(len(y)), test)
         model = fit_logistic(x[train], y[train], names)
-        inner = out_of_fold(x[train], y[train], names, fold_count(y[train], folds), seed + 1)
-        cut = threshold_for(inner[y[train] == 1], target)
+        cut = threshold_from_folds(x[train], y[train], names, target, folds, seed + 1)
         p[test] = model.predict(x[test])
         refused[test] = p[test] < cut
         cuts.append(cut)

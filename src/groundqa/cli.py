@@ -952,7 +952,12 @@ def calibrate(
         )
     gate = report.gate.to_dict()
     if export_path:
-        Path(export_path).write_text(json.dumps(gate, indent=1) + "\n", encoding="utf-8")
+        try:
+            Path(export_path).write_text(json.dumps(gate, indent=1) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {export_path} ({exc.strerror}); choose another --export path"
+            ) from None
     if not dry_run:
         cal.install(Path(index_dir), gate)
     if as_json:

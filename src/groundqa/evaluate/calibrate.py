@@ -36,12 +36,10 @@ from groundqa.calibration import (
     check_labels,
     cross_validate,
     fit_logistic,
-    fold_count,
-    out_of_fold,
     probe_fingerprint,
     refusal_at,
     roc_auc,
-    threshold_for,
+    threshold_from_folds,
 )
 from groundqa.engine import Engine
 from groundqa.errors import CalibrationError
@@ -229,8 +227,7 @@ def fit_report(
     check_labels(y)
     names = data.names
     model = fit_logistic(x, y, names)
-    k = fold_count(y, folds)
-    threshold = threshold_for(out_of_fold(x, y, names, k)[y == 1], target)
+    threshold = threshold_from_folds(x, y, names, target, folds)
     cv = cross_validate(x, y, names, target=target, folds=folds)
     # A question with no topic words or no passage is refused before any model runs.
     refused = cv.refused | data.empty
@@ -258,7 +255,7 @@ def fit_report(
         "probe_fingerprint": probe_fingerprint([(p.question, p.kind) for p in data.probes]),
         "target_false_refusal": target,
         "probes": {"answerable": answerable, "unanswerable": len(y) - answerable},
-        "folds": k,
+        "folds": cv.folds,
         "cv_auc": results["calibrated"]["auc"],
         "calibrated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
