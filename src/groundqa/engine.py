@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
@@ -58,9 +59,8 @@ from groundqa.text import Analyzer, PassageTerms
 Filters = Mapping[str, str | Sequence[str]]
 # A reranker re-scores this many of the best hits (or the depth asked for, if more).
 RERANK_DEPTH = 20
-# The gate compares each method's own best this deep; query vectors are kept for this many.
+# The gate compares each method's own best this deep.
 SIGNAL_DEPTH = 10
-QUERY_CACHE = 256
 Mask = npt.NDArray[np.bool_] | None
 Scope = Mapping[str, str | Sequence[str]]
 
@@ -78,7 +78,7 @@ class Engine:
         self.analyzer = analyzer
         self.embedder_options = embedder_options or EmbedderOptions()
         self._embedder: Embedder | None = None
-        self._query_vectors: dict[str, Matrix] = {}
+        self._last_query = threading.local()
         self.gate: Gate = gate_for(loaded.manifest.gate, loaded.manifest.fingerprint)
         self.reader = ExtractiveGenerator()
         self.passage_text = PassageTerms(analyzer)
@@ -120,16 +120,17 @@ class Engine:
         return self._embedder
 
     def embed_query(self, text: str) -> Matrix:
-        """The query's vector; the last few are kept, since retrieval and the gate both ask."""
-        row = self._query_vectors.get(text)
-        if row is None:
-            embedder = self.query_embedder()
-            vector = embedder.embed([text])
-            check_embedder(self._loaded.manifest.dense, embedder, vector)
-            row = vector[0]
-            if len(self._query_vectors) >= QUERY_CACHE:
-                self._query_vectors.clear()
-            self._query_vectors[text] = row
+        """The query's vector. Each thread keeps its last one, so retrieval and the gate
+        embed a question once per `ask`; nothing is kept across questions."""
+        last = getattr(self._last_query, "value", None)
+        if last is not None and last[0] == text:
+            cached: Matrix = last[1]
+            return cached
+        embedder = self.query_embedder()
+        vector = embedder.embed([text])
+        check_embedder(self._loaded.manifest.dense, embedder, vector)
+        row: Matrix = vector[0]
+        self._last_query.value = (text, row)
         return row
 
     @property
