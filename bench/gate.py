@@ -147,7 +147,6 @@ def city_guides() -> dict[str, Any] | None:
                 {
                     "id": probe.id,
                     "kind": probe.kind,
-                    "question": probe.question,
                     "confidence": round(float(p[i]), 4),
                     "gate_refused": bool(p[i] < report.gate.threshold or seeds.empty[i]),
                     "generator_refused": bool(seeds.generator_refused[i]),
