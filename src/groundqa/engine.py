@@ -31,6 +31,7 @@ from groundqa.gate import Gate, Reading, features, gate_for
 from groundqa.generate import (
     Evidence,
     Generation,
+    GenerationSettings,
     Generator,
     GeneratorOptions,
     get_generator,
@@ -362,15 +363,40 @@ class Engine:
         calibration fits the gate on these, and replays generators on the same evidence."""
         question = check_question(question)
         intent, preset = preset_for(question)
-        settings = preset.merged(k=k)
-        hits, allowed = self._search(
+        evidence, allowed = self._gather(
             question,
-            depth=settings.k,
+            preset.merged(k=k),
+            intent,
             filters=None,
             scope=None,
             retriever=retriever,
             reranker=None,
             options=None,
+        )
+        return evidence, self.gate_features(evidence, allowed)
+
+    def _gather(
+        self,
+        question: str,
+        settings: GenerationSettings,
+        intent: str,
+        *,
+        filters: Filters | None,
+        scope: Scope | None,
+        retriever: str | None,
+        reranker: str | None,
+        options: GeneratorOptions | None,
+    ) -> tuple[Evidence, Mask]:
+        """Retrieval as `ask` and `screen` both do it: the evidence the gate and the generator
+        read, and the mask of chunks the search was allowed to return."""
+        hits, allowed = self._search(
+            question,
+            depth=settings.k,
+            filters=filters,
+            scope=scope,
+            retriever=retriever,
+            reranker=reranker,
+            options=options,
         )
         evidence = Evidence(
             question,
@@ -380,7 +406,7 @@ class Engine:
             settings=settings,
             intent=intent,
         )
-        return evidence, self.gate_features(evidence, allowed)
+        return evidence, allowed
 
     def scope_for(
         self, question: str, scope: Scope | None, auto_scope: bool
@@ -464,22 +490,20 @@ class Engine:
         settings = preset.merged(k=k, temperature=temperature, max_tokens=max_tokens)
         applied = self.scope_for(question, scope, auto_scope)
         check_k(settings.k)
-        hits, allowed = self._search(
+        evidence, allowed = self._gather(
             question,
-            depth=settings.k,
+            settings,
+            intent,
             filters=filters,
             scope=applied,
             retriever=retriever,
             reranker=reranker,
             options=options,
         )
+        hits = list(evidence.hits)
         yield hits
         t_retrieved = time.perf_counter()
-        weights = self.weights(question)
-        evidence = Evidence(
-            question, weights, tuple(hits), self.passage_text, settings=settings, intent=intent
-        )
-        decision = self.gate.decide(weights, self.gate_features(evidence, allowed))
+        decision = self.gate.decide(evidence.weights, self.gate_features(evidence, allowed))
         t_gated = time.perf_counter()
         timings = {
             "retrieve": (t_retrieved - started) * 1000,
@@ -490,7 +514,7 @@ class Engine:
             answer=REFUSAL,
             refused=True,
             citations=(),
-            passages=tuple(hits),
+            passages=evidence.hits,
             gate=decision,
             refused_by="gate",
             generator=gen.name,
