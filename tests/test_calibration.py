@@ -510,11 +510,12 @@ def test_gate_for_sets_aside_what_it_cannot_use() -> None:
     )
     no_threshold = {k: v for k, v in _stored().items() if k != "threshold"}
     assert gate_for(no_threshold, "F" * 64).note == (
-        "the stored calibration cannot be read (no 'threshold'); using the default gate"
+        "the stored calibration cannot be read (the calibration has no numeric `threshold`); "
+        "using the default gate"
     )
     for threshold, why in (
-        ("high", "bad threshold: could not convert string to float: 'high'"),
-        (1.5, "bad threshold: threshold 1.5 is not a probability"),
+        ("high", "the calibration has no numeric `threshold`"),
+        (1.5, "the calibration's threshold 1.5 is not a probability"),
     ):
         assert gate_for({**_stored(), "threshold": threshold}, "F" * 64).note == (
             f"the stored calibration cannot be read ({why}); using the default gate"

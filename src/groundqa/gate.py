@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groundqa.calibration import Logistic
@@ -200,37 +200,36 @@ DEFAULT_THRESHOLD = 0.432548
 DEFAULT_GATE = Gate(DEFAULT_MODEL, DEFAULT_THRESHOLD, calibrated=False)
 
 
+def calibrated_gate(stored: Mapping[str, Any]) -> Gate:
+    """A stored calibration read back as a gate, or a `CalibrationError` that says what is
+    wrong with it (an unreadable model, a threshold that is not a probability)."""
+    model = Logistic.from_dict(stored.get("model", {}))
+    try:
+        threshold = float(stored["threshold"])
+    except (KeyError, TypeError, ValueError):
+        raise CalibrationError("the calibration has no numeric `threshold`") from None
+    if not 0.0 <= threshold <= 1.0:  # also false for NaN
+        raise CalibrationError(f"the calibration's threshold {threshold} is not a probability")
+    info = {
+        k: v for k, v in stored.items() if k not in ("kind", "calibrated", "threshold", "model")
+    }
+    return Gate(model, threshold, calibrated=True, info=info)
+
+
 def gate_for(stored: Mapping[str, Any], index_fingerprint: str) -> Gate:
     """The gate an index's manifest asks for: its calibration when that was made for this
     index, else the default (with a note saying why, when a calibration was set aside)."""
     if not stored.get("calibrated"):
         return DEFAULT_GATE
     if stored.get("index_fingerprint") != index_fingerprint:
-        return Gate(
-            DEFAULT_MODEL,
-            DEFAULT_THRESHOLD,
-            calibrated=False,
+        return replace(
+            DEFAULT_GATE,
             note="the stored calibration was made for another index; using the default gate",
         )
     try:
-        model = Logistic.from_dict(stored.get("model", {}))
-        threshold = float(stored["threshold"])
-        if not 0.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold {threshold} is not a probability")
-    except (CalibrationError, KeyError, TypeError, ValueError) as exc:
-        if isinstance(exc, CalibrationError):
-            reason = exc.message
-        elif isinstance(exc, KeyError):
-            reason = f"no {exc}"
-        else:
-            reason = f"bad threshold: {exc}"
-        return Gate(
-            DEFAULT_MODEL,
-            DEFAULT_THRESHOLD,
-            calibrated=False,
-            note=f"the stored calibration cannot be read ({reason}); using the default gate",
+        return calibrated_gate(stored)
+    except CalibrationError as exc:
+        return replace(
+            DEFAULT_GATE,
+            note=f"the stored calibration cannot be read ({exc.message}); using the default gate",
         )
-    info = {
-        k: v for k, v in stored.items() if k not in ("kind", "calibrated", "threshold", "model")
-    }
-    return Gate(model, threshold, calibrated=True, info=info)

@@ -32,7 +32,6 @@ from groundqa.calibration import (
     DEFAULT_FOLDS,
     DEFAULT_TARGET,
     Array,
-    Logistic,
     check_labels,
     cross_validate,
     fit_logistic,
@@ -44,7 +43,7 @@ from groundqa.calibration import (
 from groundqa.engine import Engine
 from groundqa.errors import CalibrationError
 from groundqa.evaluate.probes import KINDS, Probe
-from groundqa.gate import DEFAULT_GATE, DENSE_FEATURES, LEXICAL_FEATURES, Gate
+from groundqa.gate import DEFAULT_GATE, DENSE_FEATURES, LEXICAL_FEATURES, Gate, calibrated_gate
 from groundqa.generate import GeneratorOptions
 from groundqa.index.store import Manifest, current_build, read_manifest, update_gate
 
@@ -274,13 +273,7 @@ def install(index_dir: Path, stored: Mapping[str, Any]) -> Manifest:
             "that file holds no calibration (no `calibrated` gate with an `index_fingerprint`); "
             "write one with `groundqa calibrate --export FILE`"
         )
-    model = Logistic.from_dict(stored.get("model", {}))
-    try:
-        threshold = float(stored["threshold"])
-    except (KeyError, TypeError, ValueError):
-        raise CalibrationError("the calibration has no numeric `threshold`") from None
-    if not 0.0 <= threshold <= 1.0:  # also false for NaN
-        raise CalibrationError(f"the calibration's threshold {threshold} is not a probability")
+    model = calibrated_gate(stored).model
     manifest = read_manifest(current_build(index_dir))
     fingerprint = str(stored["index_fingerprint"])
     if fingerprint != manifest.fingerprint:
