@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -45,8 +44,9 @@ from groundqa.evaluate.calibrate import (
     BASELINES,
     CalibrationReport,
     ProbeFeatures,
+    baselines,
     fit_report,
-    outcome,
+    judged,
     probe_features,
     reliability,
 )
@@ -73,14 +73,6 @@ def _default_probability(data: ProbeFeatures) -> Array:
     return np.where(data.empty, 0.0, p)
 
 
-def _applied(data: ProbeFeatures, refused: npt.NDArray[np.bool_], score: Array) -> dict[str, Any]:
-    """Counts for a gate applied as it stands (nothing fitted on `data`)."""
-    return {
-        "auc": round(roc_auc(data.y, score), 4),
-        "outcome": outcome(data.kinds, refused | data.empty, data.generator_refused),
-    }
-
-
 def applied_methods(
     data: ProbeFeatures, report: CalibrationReport | None = None
 ) -> dict[str, dict[str, Any]]:
@@ -88,21 +80,17 @@ def applied_methods(
     out: dict[str, dict[str, Any]] = {}
     if report is not None:
         p: Array = np.where(data.empty, 0.0, report.gate.model.predict(data.x))
-        out["calibrated"] = _applied(data, p < report.gate.threshold, p)
+        out["calibrated"] = judged(data, p < report.gate.threshold, p)
     default = _default_probability(data)
-    out["default"] = _applied(data, default < DEFAULT_GATE.threshold, default)
-    for name, feature, cutoff in BASELINES:
-        if feature in data.names:
-            column = data.x[:, data.names.index(feature)]
-            out[name] = _applied(data, column < cutoff, column)
-    return out
+    out["default"] = judged(data, default < DEFAULT_GATE.threshold, default)
+    return {**out, **baselines(data)}
 
 
 def cross_validated(report: CalibrationReport) -> dict[str, dict[str, Any]]:
     """fit_report's nested-CV figures, with the default gate (not fitted on these) beside them."""
     out = dict(report.results)
     default = _default_probability(report.data)
-    out["default"] = _applied(report.data, default < DEFAULT_GATE.threshold, default)
+    out["default"] = judged(report.data, default < DEFAULT_GATE.threshold, default)
     return {m: out[m] for m in METHODS if m in out}
 
 

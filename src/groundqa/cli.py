@@ -782,9 +782,9 @@ def _eval_probes(
     generator: str,
     options: Any,
 ) -> None:
-    from groundqa.calibration import probe_fingerprint
     from groundqa.engine import Engine
     from groundqa.evaluate import evaluate_probes, load_probes
+    from groundqa.evaluate.calibrate import probes_fingerprint
 
     probes = load_probes(probes_path)
     engine = Engine.open(index_dir)
@@ -795,7 +795,7 @@ def _eval_probes(
     ]
     in_sample = engine.gate.calibrated and engine.gate.info.get(
         "probe_fingerprint"
-    ) == probe_fingerprint([(p.question, p.kind) for p in probes])
+    ) == probes_fingerprint(probes)
     gate_note = (
         "the gate was calibrated on these probes, so its refusal figures here are in-sample; "
         "`groundqa calibrate` reports cross-validated ones"

@@ -68,6 +68,11 @@ class ProbeFeatures:
         return [p.kind for p in self.probes]
 
 
+def probes_fingerprint(probes: Sequence[Probe]) -> str:
+    """A probe set's identity as a calibration records it: its (question, kind) pairs."""
+    return probe_fingerprint([(p.question, p.kind) for p in probes])
+
+
 def feature_names(engine: Engine) -> tuple[str, ...]:
     """The features a model for this index uses: the dense ones only where it has vectors."""
     return LEXICAL_FEATURES + (DENSE_FEATURES if "dense" in engine.retrievers else ())
@@ -146,6 +151,25 @@ def reliability(y: Array, p: Array, bins: int = RELIABILITY_BINS) -> list[dict[s
                 }
             )
     return rows
+
+
+def judged(data: ProbeFeatures, refused: npt.NDArray[np.bool_], score: Array) -> dict[str, Any]:
+    """A gate's figures on `data`: the ROC AUC of its score, and its refusals by kind (a
+    probe with nothing to look for, or nothing found, counts as refused whatever the gate)."""
+    return {
+        "auc": round(roc_auc(data.y, score), 4),
+        "outcome": outcome(data.kinds, refused | data.empty, data.generator_refused),
+    }
+
+
+def baselines(data: ProbeFeatures) -> dict[str, dict[str, Any]]:
+    """`judged` for each fixed cutoff in `BASELINES` whose feature `data` has."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, feature, cutoff in BASELINES:
+        if feature in data.names:
+            column = data.x[:, data.names.index(feature)]
+            out[name] = judged(data, column < cutoff, column)
+    return out
 
 
 @dataclass
@@ -231,27 +255,18 @@ def fit_report(
     # A question with no topic words or no passage is refused before any model runs.
     refused = cv.refused | data.empty
     probability = np.where(data.empty, 0.0, cv.probability)
-    results: dict[str, dict[str, Any]] = {
+    results = {
         "calibrated": {
-            "auc": round(roc_auc(y, probability), 4),
-            "outcome": outcome(data.kinds, refused, data.generator_refused),
+            **judged(data, refused, probability),
             "thresholds": [round(t, 4) for t in cv.thresholds],
-        }
+        },
+        **baselines(data),
     }
-    for name, feature, cutoff in BASELINES:
-        if feature not in names:
-            continue
-        column = x[:, names.index(feature)]
-        fixed = (column < cutoff) | data.empty
-        results[name] = {
-            "auc": round(roc_auc(y, column), 4),
-            "outcome": outcome(data.kinds, fixed, data.generator_refused),
-        }
     operating = {f"{rate:.0%}": refusal_at(y, probability, rate) for rate in (0.05, 0.10)}
     answerable = int(y.sum())
     stored = {
         **(info or {}),
-        "probe_fingerprint": probe_fingerprint([(p.question, p.kind) for p in data.probes]),
+        "probe_fingerprint": probes_fingerprint(data.probes),
         "target_false_refusal": target,
         "probes": {"answerable": answerable, "unanswerable": len(y) - answerable},
         "folds": cv.folds,
