@@ -108,3 +108,89 @@ def test_size_summary() -> None:
     s = size_summary(chunks)
     assert s["min"] == 101 and s["max"] == 301
     assert size_summary([])["max"] == 0
+
+
+def test_settings_round_trip_and_an_old_manifest_reads_with_the_section_path() -> None:
+    for settings in (ChunkerSettings(), ChunkerSettings(max_chars=800, section_path=False)):
+        assert ChunkerSettings.from_dict(settings.to_dict()) == settings
+    # The default writes what builds wrote before the setting existed: same fingerprint.
+    assert ChunkerSettings().to_dict() == {
+        "strategy": "section-paragraph-sentence-v1",
+        "max_chars": 1500,
+        "overlap_chars": 300,
+    }
+    assert ChunkerSettings.from_dict({"max_chars": 1500, "overlap_chars": 300}).section_path
+    assert ChunkerSettings(section_path=False).to_dict()["section_path"] is False
+
+
+def test_index_text_without_the_section_path_keeps_the_title_and_the_body() -> None:
+    c = chunk_documents([_doc("A short but complete section.")], ChunkerSettings())[0]
+    assert c.index_text(section_path=False) == "Records Act\nA short but complete section."
+    assert c.breadcrumb == "Records Act > 3 Records"
+
+
+def _paged_section(paragraphs: list[tuple[int, str]], page: int | None = None) -> Section:
+    """A section whose paragraphs start on the given pages, as the PDF loader makes it."""
+    text, starts = "", []
+    for number, para in paragraphs:
+        if text:
+            text += "\n\n"
+        if not starts or starts[-1][1] != number:
+            starts.append((len(text), number))
+        text += para
+    return Section(
+        "r.pdf#3 Records", "3 Records", text, ("3 Records",), starts[0][1], {}, tuple(starts)
+    )
+
+
+def _pdf_doc(section: Section) -> Document:
+    return Document("r.pdf", "Records Act", "/c/r.pdf", "pdf", (section,))
+
+
+def test_parts_of_a_section_over_pages_link_to_the_page_their_text_starts_on() -> None:
+    paragraphs = [(4 + p // 2, " ".join(_sentence(p * 10 + s) for s in range(3))) for p in range(8)]
+    section = _paged_section(paragraphs)
+    chunks = chunk_documents([_pdf_doc(section)], ChunkerSettings(max_chars=600, overlap_chars=260))
+    assert len(chunks) > 3 and {c.page for c in chunks} == {4, 5, 6, 7}
+    for c in chunks:
+        (page,) = [n for n, para in paragraphs if c.text.startswith(para)]
+        assert c.page == page, c.text[:40]
+        assert c.uri == f"file:///c/r.pdf#page={page}"
+
+
+def test_a_page_break_inside_a_long_paragraph_is_found_at_its_sentence() -> None:
+    sentences = [_sentence(i) for i in range(12)]
+    text = " ".join(sentences)
+    starts = ((0, 2), (text.index(sentences[7]), 3))
+    section = Section("r.pdf#1 Scope", "1 Scope", text, ("1 Scope",), 2, {}, starts)
+    chunks = chunk_documents([_pdf_doc(section)], ChunkerSettings(max_chars=300, overlap_chars=100))
+    for c in chunks:
+        first = next(i for i, s in enumerate(sentences) if c.text.startswith(s))
+        assert c.page == (3 if first >= 7 else 2), (first, c.page)
+    assert {c.page for c in chunks} == {2, 3}
+
+
+def test_repeated_text_is_placed_after_the_part_before_it() -> None:
+    same = "The same notice is printed again."
+    paragraphs = [(1, "A first clause of the act."), (1, same), (2, "B second clause."), (3, same)]
+    chunks = chunk_documents(
+        [_pdf_doc(_paged_section(paragraphs))], ChunkerSettings(max_chars=40, overlap_chars=0)
+    )
+    assert [(c.text, c.page) for c in chunks] == [(t, n) for n, t in paragraphs]
+
+
+def test_sections_without_page_starts_keep_their_page_and_their_chunk_ids() -> None:
+    text = _long_section()
+    plain = Section("act.md#3 Records", "3 Records", text, ("3 Records",), 4)
+    paged = Section(
+        "act.md#3 Records", "3 Records", text, ("3 Records",), 4, {}, ((0, 4), (900, 5))
+    )
+    doc = Document("act.md", "Records Act", "/c/act.md", "markdown", (plain,))
+    settings = ChunkerSettings(max_chars=500)
+    chunks = chunk_documents([doc], settings)
+    assert len(chunks) > 2 and {c.page for c in chunks} == {4}
+    moved = chunk_documents(
+        [Document("act.md", "Records Act", "/c/act.md", "markdown", (paged,))], settings
+    )
+    assert [c.chunk_id for c in moved] == [c.chunk_id for c in chunks]
+    assert [c.page for c in moved] != [c.page for c in chunks]

@@ -59,9 +59,18 @@ def test_public_surface() -> None:
             "load_csv",
             "load_markdown",
             "load_obliqa",
+            "load_pdf",
         ]
     )
-    assert FORMATS == ("auto", "csv", "markdown", "beir", "obliqa")
+    assert FORMATS == ("auto", "csv", "markdown", "pdf", "beir", "obliqa")
+
+
+def test_the_cli_offers_every_format() -> None:
+    from groundqa.cli import main
+
+    ingest = main.commands["ingest"]
+    (option,) = [p for p in ingest.params if p.name == "fmt"]
+    assert tuple(option.type.choices) == FORMATS
 
 
 # --- CSV ----------------------------------------------------------------------------------
@@ -516,7 +525,7 @@ def test_unreadable_file_is_a_block(tmp_path: Path) -> None:
 
 
 def test_empty_folder_and_folder_of_other_files_are_empty_corpora(tmp_path: Path) -> None:
-    with pytest.raises(EmptyCorpusError, match=re.escape("no .md, .markdown, .csv files")):
+    with pytest.raises(EmptyCorpusError, match=re.escape("no .md, .markdown, .csv, .pdf files")):
         load([tmp_path])
     write(tmp_path / "notes.txt", "text")
     write(tmp_path / "README.md", "# About this folder\n")
@@ -529,25 +538,23 @@ def test_empty_folder_and_folder_of_other_files_are_empty_corpora(tmp_path: Path
 def test_argument_errors(tmp_path: Path) -> None:
     with pytest.raises(LoadError, match=r"no such file or folder: .*missing"):
         load([tmp_path / "missing"])
-    with pytest.raises(UsageError, match="auto, csv, markdown, beir, obliqa"):
+    with pytest.raises(UsageError, match="auto, csv, markdown, pdf, beir, obliqa"):
         load([tmp_path], fmt="docx")
-    with pytest.raises(UsageError, match="PDF ingestion is not available"):
-        load([tmp_path], fmt="pdf")
     with pytest.raises(UsageError, match="column role 'body'"):
         load([tmp_path], columns={"body": "Text"})
     with pytest.raises(LoadError):
         detect_format(tmp_path / "missing")
 
 
-def test_pdf_is_a_block_not_an_error(tmp_path: Path) -> None:
+def test_a_broken_pdf_is_a_block_not_an_error(tmp_path: Path) -> None:
     pdf = write(tmp_path / "report.pdf", b"%PDF-1.7\n")
     good = write(tmp_path / "g.csv", "id,text\n1,x\n")
     result = load([pdf, good])
-    finding = only(result.findings, "unsupported-format")
+    finding = only(result.findings, "pdf-unreadable")
     assert finding.severity == "BLOCK"
-    assert "PDF ingestion is not available in this version" in finding.message
+    assert finding.message.startswith("report.pdf is not a readable PDF (")
     assert [d.doc_id for d in result.documents] == ["1"]
-    assert result.sources == (good.resolve().as_posix(),)
+    assert result.sources == tuple(sorted(p.resolve().as_posix() for p in (pdf, good)))
     assert detect_format(pdf) == "pdf"
 
 

@@ -52,6 +52,17 @@ def test_section_and_document_round_trip() -> None:
     assert _roundtrip(doc) == doc
 
 
+def test_section_pages_round_trip_and_stay_out_of_the_dict_when_absent() -> None:
+    paged = Section("a.pdf#2 Scope", "2 Scope", "x" * 50, ("2 Scope",), 3, {}, ((0, 3), (20, 4)))
+    assert _roundtrip(paged) == paged
+    assert paged.to_dict()["page_starts"] == [[0, 3], [20, 4]]
+    assert [paged.page_at(o) for o in (0, 19, 20, 49)] == [3, 3, 4, 4]
+    plain = Section("act.md#Intro", "Intro", "Body text.", ("Intro",), 2)
+    # Absent, so a stored corpus without pages keeps its fingerprint.
+    assert "page_starts" not in plain.to_dict()
+    assert plain.page_at(5) == 2 and _roundtrip(plain) == plain
+
+
 def test_chunk_hit_citation_round_trip() -> None:
     chunk = _chunk()
     hit = Hit(chunk, 7.25, 1, "bm25")

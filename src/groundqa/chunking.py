@@ -5,7 +5,9 @@ sentence boundaries inside a paragraph that is itself too long, with a short
 overlap so a fact spanning the cut is found from either side. It never cuts
 inside a sentence: a single sentence longer than the limit stays whole (and
 `check_boundaries` lists it). Every part keeps the section id, the document
-title and the section path, so retrieval is scored and cited per section.
+title and the section path, so retrieval is scored and cited per section
+(whether the path is also indexed is `ChunkerSettings.section_path`). A part of
+a section that runs over pages (a PDF's) takes the page its own text starts on.
 
 Chunk ids hash the section id, the part number and the text, so an unchanged
 corpus rebuilds to the same ids.
@@ -13,6 +15,7 @@ corpus rebuilds to the same ids.
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -21,20 +24,41 @@ from typing import Any
 from groundqa.models import Chunk, Document, Section, stable_id
 from groundqa.text import ends_sentence, split_paragraphs, split_sentences
 
+# How much of a part's opening is searched for to place it in its section.
+_OPENING_CHARS = 80
+
 
 @dataclass(frozen=True)
 class ChunkerSettings:
-    """How long sections are cut. Stored in the index manifest."""
+    """How long sections are cut, and what travels with a chunk into the index.
+
+    `section_path=False` indexes each chunk as its document title and text only
+    (`Chunk.index_text`); the chunk keeps its path, so citations still show the
+    breadcrumb. Stored in the index manifest, and so part of the build fingerprint.
+    """
 
     max_chars: int = 1500
     overlap_chars: int = 300
+    section_path: bool = True
 
     def to_dict(self) -> dict[str, Any]:
-        return {"strategy": "section-paragraph-sentence-v1", **asdict(self)}
+        d: dict[str, Any] = {"strategy": "section-paragraph-sentence-v1", **asdict(self)}
+        # Written only when off: a default build keeps the fingerprint it had before the
+        # setting existed, so existing indexes (and their gate calibrations) stay current.
+        if self.section_path:
+            del d["section_path"]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ChunkerSettings:
-        return cls(max_chars=int(d["max_chars"]), overlap_chars=int(d["overlap_chars"]))
+        """A missing key takes its default, so a manifest written before a setting existed
+        reads as the build it was."""
+        default = cls()
+        return cls(
+            max_chars=int(d.get("max_chars", default.max_chars)),
+            overlap_chars=int(d.get("overlap_chars", default.overlap_chars)),
+            section_path=bool(d.get("section_path", default.section_path)),
+        )
 
 
 @dataclass(frozen=True)
@@ -90,9 +114,41 @@ def split_section(text: str, settings: ChunkerSettings) -> list[str]:
     return out
 
 
+def part_offsets(text: str, parts: Sequence[str]) -> list[int]:
+    """Where each part (of `split_section(text)`) begins in `text`.
+
+    Parts are cut from the text's paragraphs and sentences in order, so each one is
+    looked for from where the one before it began. A part rejoins its sentences with
+    single spaces, so only its opening is searched, and if even that was re-spaced
+    the search ignores whitespace; a part that cannot be placed inherits the previous
+    part's offset.
+    """
+    offsets: list[int] = []
+    position = 0
+    for i, part in enumerate(parts):
+        frm = position + 1 if i else 0
+        opening = part[:_OPENING_CHARS].split("\n", 1)[0]
+        found = text.find(opening, frm)
+        if found < 0:
+            words = opening.split()
+            pattern = r"\s+".join(re.escape(w) for w in words)
+            match = re.compile(pattern).search(text, frm) if words else None
+            found = match.start() if match else position
+        offsets.append(found)
+        position = found
+    return offsets
+
+
 def chunk_section(doc: Document, section: Section, settings: ChunkerSettings) -> list[Chunk]:
     texts = split_section(section.text, settings)
     metadata = {**doc.metadata, **section.metadata}
+    if section.page_starts:
+        # A section over several pages: each part links to the page its text begins on.
+        body = section.text.strip()
+        lead = len(section.text) - len(section.text.lstrip())
+        pages = [section.page_at(lead + o) for o in part_offsets(body, texts)]
+    else:
+        pages = [section.page] * len(texts)
     return [
         Chunk(
             chunk_id=stable_id(section.section_id, i, text),
@@ -102,7 +158,7 @@ def chunk_section(doc: Document, section: Section, settings: ChunkerSettings) ->
             section_path=section.path,
             text=text,
             source=doc.source,
-            page=section.page,
+            page=pages[i],
             part=i,
             parts=len(texts),
             metadata=metadata,

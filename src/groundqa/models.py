@@ -8,7 +8,9 @@ counter, so a rebuild of the same corpus yields the same ids.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -41,7 +43,12 @@ def uri_for(source: str, page: int | None) -> str:
 
 @dataclass(frozen=True)
 class Section:
-    """One addressable unit of a document: a `##` section, a CSV row, a clause."""
+    """One addressable unit of a document: a `##` section, a CSV row, a clause.
+
+    `page` is the page the section starts on. A section that runs over several pages
+    (PDF) also has `page_starts`: (character offset in `text`, page) where each page's
+    part of the text begins, in order, the first at offset 0.
+    """
 
     section_id: str
     heading: str
@@ -49,9 +56,17 @@ class Section:
     path: tuple[str, ...] = ()
     page: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    page_starts: tuple[tuple[int, int], ...] = ()
+
+    def page_at(self, offset: int) -> int | None:
+        """The page the character at `offset` in `text` is on (`page` without page_starts)."""
+        if not self.page_starts:
+            return self.page
+        at = bisect.bisect_right(self.page_starts, (offset, sys.maxsize)) - 1
+        return self.page_starts[max(at, 0)][1]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d: dict[str, Any] = {
             "section_id": self.section_id,
             "heading": self.heading,
             "text": self.text,
@@ -59,6 +74,10 @@ class Section:
             "page": self.page,
             "metadata": dict(self.metadata),
         }
+        if self.page_starts:
+            # Only when present, so stored corpora without pages keep their fingerprints.
+            d["page_starts"] = [list(pair) for pair in self.page_starts]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Section:
@@ -69,6 +88,7 @@ class Section:
             path=tuple(d.get("path", ())),
             page=d.get("page"),
             metadata=dict(d.get("metadata", {})),
+            page_starts=tuple((int(o), int(p)) for o, p in d.get("page_starts", ())),
         )
 
 
@@ -137,9 +157,11 @@ class Chunk:
     def uri(self) -> str:
         return uri_for(self.source, self.page)
 
-    def index_text(self) -> str:
-        """What the lexical index sees: title and section path travel with the body."""
-        return "\n".join((self.breadcrumb, self.text))
+    def index_text(self, section_path: bool = True) -> str:
+        """What the indexes see: title and section path travel with the body. Without
+        `section_path` (`ChunkerSettings.section_path`), the title and the body only."""
+        head = self.breadcrumb if section_path else breadcrumb(self.title, ())
+        return "\n".join((head, self.text))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -226,6 +248,8 @@ class Citation:
     page: int | None
     uri: str
     snippet: str
+    # The clause a reader looks up (s.3.1, cl.42, reg.12, an ObliQA passage id), if known.
+    clause: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -238,6 +262,7 @@ class Citation:
             "page": self.page,
             "uri": self.uri,
             "snippet": self.snippet,
+            "clause": self.clause,
         }
 
     @classmethod
@@ -252,6 +277,7 @@ class Citation:
             page=d.get("page"),
             uri=d.get("uri", ""),
             snippet=d.get("snippet", ""),
+            clause=d.get("clause"),
         )
 
 
@@ -319,6 +345,8 @@ class Answer:
     error: str | None = None
     prompt_version: str | None = None
     intent: str | None = None
+    # Things a reader must know about the sources, e.g. that a cited version is superseded.
+    notes: tuple[str, ...] = ()
 
     @property
     def confidence(self) -> float:
@@ -342,6 +370,7 @@ class Answer:
             "error": self.error,
             "prompt_version": self.prompt_version,
             "intent": self.intent,
+            "notes": list(self.notes),
         }
 
     @classmethod
@@ -360,6 +389,7 @@ class Answer:
             error=d.get("error"),
             prompt_version=d.get("prompt_version"),
             intent=d.get("intent"),
+            notes=tuple(d.get("notes", ())),
             timings_ms={k: float(v) for k, v in d.get("timings_ms", {}).items()},
         )
 

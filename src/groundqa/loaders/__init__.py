@@ -3,15 +3,19 @@
 `load()` takes the paths a user named, decides which loader reads each file (by the
 folder's layout and the file's extension, or as `fmt` says) and returns every Document
 with the problems it met on the way. Formats: Markdown folders, CSV (with a column
-mapping), BEIR `corpus.jsonl`, ObliQA structured JSON. Folders mix Markdown and CSV
-freely.
+mapping), PDF (text layer, page numbers kept), BEIR `corpus.jsonl`, ObliQA structured
+JSON. Folders mix Markdown, CSV and PDF freely.
 
 It refuses two things. It does not raise on a broken file: an unreadable, non-UTF-8,
-binary or malformed file becomes a BLOCK finding and the other files still load, so
-that `groundqa validate` lists every problem in one run. And it does not pretend: a
-path that does not exist, an unknown format and a folder with nothing loadable are
-errors, and files it skipped are named in a REVIEW finding. Judging content (empty
-bodies, duplicate ids, extraction artefacts) is validation's job, not this stage's.
+binary or malformed file (a corrupt or encrypted PDF too) becomes a BLOCK finding and
+the other files still load, so that `groundqa validate` lists every problem in one run.
+And it does not pretend: a path that does not exist, an unknown format and a folder
+with nothing loadable are errors, and files it skipped are named in a REVIEW finding.
+Judging content (empty bodies, duplicate ids, extraction artefacts) is validation's
+job, not this stage's.
+
+Metadata can also sit beside the documents: `<file>.meta.yaml` sidecars and folder
+`_meta.yaml` defaults (see `sidecar`), merged in as the last step.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from groundqa.loaders.beir import load_beir
 from groundqa.loaders.csv import ROLES, load_csv
 from groundqa.loaders.markdown import load_markdown
 from groundqa.loaders.obliqa import load_obliqa
+from groundqa.loaders.pdf import PDF_SUFFIXES, load_pdf
+from groundqa.loaders.sidecar import is_metadata_file, with_metadata
 from groundqa.models import Document, Finding
 
 __all__ = [
@@ -46,16 +52,20 @@ __all__ = [
     "load_csv",
     "load_markdown",
     "load_obliqa",
+    "load_pdf",
 ]
 
-FORMATS = ("auto", "csv", "markdown", "beir", "obliqa")
+FORMATS = ("auto", "csv", "markdown", "pdf", "beir", "obliqa")
 
 _SUFFIXES: dict[str, tuple[str, ...]] = {
     "markdown": MARKDOWN_SUFFIXES,
     "csv": CSV_SUFFIXES,
+    "pdf": PDF_SUFFIXES,
     "beir": (".jsonl",),
     "obliqa": (".json",),
 }
+# What a folder walk under `auto` loads, by extension.
+_AUTO_WALK = {"markdown": MARKDOWN_SUFFIXES, "csv": CSV_SUFFIXES, "pdf": PDF_SUFFIXES}
 _BEIR_CORPUS = "corpus.jsonl"
 
 Loaded = tuple[list[Document], list[Finding]]
@@ -82,11 +92,17 @@ def _format_for_file(path: Path) -> str | None:
         return "markdown"
     if suffix in CSV_SUFFIXES:
         return "csv"
+    if suffix in PDF_SUFFIXES:
+        return "pdf"
     if suffix == ".jsonl":
         return "beir"
     if suffix == ".json" and looks_like_obliqa(path):
         return "obliqa"
     return None
+
+
+def _walked_kind(suffix: str, wanted: Mapping[str, tuple[str, ...]]) -> str | None:
+    return next((k for k, sfx in wanted.items() if suffix in sfx), None)
 
 
 def _json_files(folder: Path) -> list[Path]:
@@ -107,25 +123,24 @@ def _folder_format(folder: Path) -> str | None:
 def detect_format(path: Path) -> str:
     """The format `auto` reads `path` (one file or folder) as.
 
-    One of `csv`, `markdown`, `beir`, `obliqa`; `mixed` for a folder holding both
-    Markdown and CSV files; `pdf` for a PDF (not loadable in this version); `unknown`
-    when nothing in it is loadable.
+    One of `csv`, `markdown`, `pdf`, `beir`, `obliqa`; `mixed` for a folder holding
+    more than one of Markdown, CSV and PDF files; `unknown` when nothing in it is
+    loadable.
     """
     if not path.exists():
         raise LoadError(f"no such file or folder: {path}", source=str(path))
     if path.is_file():
-        if path.suffix.lower() == ".pdf":
-            return "pdf"
         return _format_for_file(path) or "unknown"
     layout = _folder_format(path)
     if layout is not None:
         return layout
     kinds = {
-        "markdown" if p.suffix.lower() in MARKDOWN_SUFFIXES else "csv"
+        kind
         for p in walk(path)
-        if p.suffix.lower() in MARKDOWN_SUFFIXES + CSV_SUFFIXES and not is_housekeeping(p)
+        if not is_housekeeping(p)
+        and (kind := _walked_kind(p.suffix.lower(), _AUTO_WALK)) is not None
     }
-    if len(kinds) == 2:
+    if len(kinds) > 1:
         return "mixed"
     return kinds.pop() if kinds else "unknown"
 
@@ -145,15 +160,13 @@ def _plan_folder(folder: Path, fmt: str) -> tuple[list[tuple[Path, str]], list[P
         top = walk(folder, recursive=False)
         files = [p for p in top if p.suffix.lower() == ".json"]
         return [(p, "obliqa") for p in files], [p for p in top if p not in files]
-    wanted = (
-        {"markdown": MARKDOWN_SUFFIXES, "csv": CSV_SUFFIXES}
-        if fmt == "auto"
-        else {fmt: _SUFFIXES[fmt]}
-    )
+    wanted = _AUTO_WALK if fmt == "auto" else {fmt: _SUFFIXES[fmt]}
     planned: list[tuple[Path, str]] = []
     skipped: list[Path] = []
     for path in walk(folder):
-        kind = next((k for k, sfx in wanted.items() if path.suffix.lower() in sfx), None)
+        kind = _walked_kind(path.suffix.lower(), wanted)
+        if is_metadata_file(path):
+            continue  # describes documents (see `sidecar`); read when they load
         if kind is None or is_housekeeping(path):
             skipped.append(path)
         else:
@@ -164,24 +177,19 @@ def _plan_folder(folder: Path, fmt: str) -> tuple[list[tuple[Path, str]], list[P
 def _looked_for(fmt: str) -> str:
     if fmt == "beir":
         return f"{_BEIR_CORPUS} or *.jsonl"
-    suffixes = _SUFFIXES[fmt] if fmt != "auto" else MARKDOWN_SUFFIXES + CSV_SUFFIXES
+    suffixes = _SUFFIXES[fmt] if fmt != "auto" else [s for v in _AUTO_WALK.values() for s in v]
     return ", ".join(suffixes)
 
 
 def _unsupported(path: Path) -> Finding:
-    if path.suffix.lower() == ".pdf":
-        message = (
-            f"{path.name}: PDF ingestion is not available in this version; "
-            "convert it to Markdown or CSV and load that"
-        )
-    elif path.suffix.lower() == ".json":
+    if path.suffix.lower() == ".json":
         message = (
             f"{path.name} is not an ObliQA passage list; pass --format obliqa if it is one, "
             "or convert it to a BEIR corpus.jsonl"
         )
     else:
         message = (
-            f"{path.name} is not a format groundqa loads (.md, .markdown, .csv, .jsonl, "
+            f"{path.name} is not a format groundqa loads (.md, .markdown, .csv, .pdf, .jsonl, "
             "ObliQA .json); pass --format to choose a loader or convert the file"
         )
     return block("unsupported-format", message, path)
@@ -193,6 +201,7 @@ def _load_file(
     loaders: dict[str, Callable[[], Loaded]] = {
         "markdown": lambda: load_markdown(path, root=root),
         "csv": lambda: load_csv(path, columns=columns),
+        "pdf": lambda: load_pdf(path, root=root),
         "beir": lambda: load_beir(path),
         "obliqa": lambda: load_obliqa(path),
     }
@@ -200,10 +209,6 @@ def _load_file(
 
 
 def _check_arguments(fmt: str, columns: Mapping[str, str] | None) -> None:
-    if fmt == "pdf":
-        raise UsageError(
-            f"PDF ingestion is not available in this version; use one of: {', '.join(FORMATS)}"
-        )
     if fmt not in FORMATS:
         raise UsageError(f"unknown format {fmt!r}; use one of: {', '.join(FORMATS)}")
     for role, name in (columns or {}).items():
@@ -243,6 +248,7 @@ def load(
     documents: list[Document] = []
     findings: list[Finding] = []
     read: set[str] = set()
+    roots: dict[str, Path | None] = {}
     for path in paths:
         if path.is_dir():
             planned, skipped = _plan_folder(path, fmt)
@@ -254,6 +260,7 @@ def load(
                 )
             for file, file_fmt in planned:
                 docs, found = _load_file(file, file_fmt, path, columns)
+                roots.update((d.source, path.resolve()) for d in docs)
                 documents.extend(docs)
                 findings.extend(found)
                 read.add(source_of(file))
@@ -270,6 +277,8 @@ def load(
         findings.extend(found)
         read.add(source_of(path))
 
+    documents, found = with_metadata(documents, roots)
+    findings.extend(found)
     if not documents and not any(f.severity == "BLOCK" for f in findings):
         names = ", ".join(str(s) for s in sources)
         raise EmptyCorpusError(

@@ -1,0 +1,702 @@
+"""Load a PDF as one Document: text per page, cleaned, cut into sections, pages kept.
+
+pypdf reads the text layer page by page. Before anything is cut, the text is cleaned
+of what a page layout adds and a reader skips: running headers and footers (lines that
+recur at the top or bottom of most pages, digits aside) and bare page numbers are
+removed and listed in one `pdf-furniture` REVIEW finding, so a user can see that
+nothing else went with them; a word hyphenated at a line end is joined again, unless
+the document writes that hyphenated form elsewhere ("noise-sensitive" stays). Lines of
+one paragraph are joined with spaces; paragraphs are separated by a blank line.
+
+Sections come from the PDF outline (bookmarks) when it has one: every entry is a
+heading, its nesting the section path. Without one, numbered heading lines are
+recognised ("2.1.3 Scope 1 thresholds", "Part 2 — Obligations", "Schedule 1 Fees"):
+lines that end where the text did not force a wrap (the next word would have fitted),
+do not end a sentence or in "the" or "of", are not continued in lower case, and whose
+number fits the numbering so far ("2.1" only under "2"; Parts above numbers; a Schedule
+starts afresh). A clause such as "1.1 A tree is protected if ..." is body text. Section
+ids are `<file>#<heading>`, as in Markdown; text before the first heading is the
+`<file>#preamble` section. A section's page is where its text starts, and it records
+the page each stretch of its text is on (`Section.page_starts`), so that every chunk
+cut from it links to its own page (`#page=N`, the physical page, 1-based).
+
+What it refuses to do: it does not OCR (a page without a text layer is a REVIEW
+finding, a PDF without any is a BLOCK), does not ask for passwords (an encrypted PDF
+that does not open with the empty password is a BLOCK), does not read past `max_pages`,
+and never raises on a broken file: whatever pypdf cannot parse is a BLOCK finding.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import logging
+import math
+import re
+import threading
+import warnings
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from groundqa.loaders._common import block, source_of
+from groundqa.models import Document, Finding, Section
+
+PDF_SUFFIXES = (".pdf",)
+MAX_PAGES = 5000
+# Headers and footers live in this many lines at the top and at the bottom of a page.
+EDGE_LINES = 2
+# A line is a running header or footer when it recurs at a page edge on at least this
+# share of the pages with text, and on at least FURNITURE_MIN_PAGES of them.
+FURNITURE_SHARE = 0.5
+FURNITURE_MIN_PAGES = 3
+HEADING_MAX_CHARS = 100
+# A line was wrapped (its text goes on in the next line) when the next line's first
+# word would not have fitted on it: when the two come to more than this share of a
+# full line. Line lengths are counted in characters, so this leaves room for glyph widths.
+WRAP_SHARE = 0.85
+# The next number at one level may skip a few (repealed sections), not jump far.
+NUMBER_STEP_MAX = 10
+EXCERPT_ITEMS = 12
+EXCERPT_ITEM_CHARS = 60
+OCR_ADVICE = "run OCR, e.g. ocrmypdf, and ingest the result"
+
+_WS = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
+_LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl"})
+_ROMAN_NUMERAL = r"(?=[ivxlc])c{0,3}(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})"
+_PAGE_NUMBER = re.compile(
+    rf"^(?:(?:page|p\.)\s*)?[-–—]?\s*(?:\d{{1,5}}|{_ROMAN_NUMERAL})\s*[-–—]?"
+    r"(?:\s*(?:of|/)\s*\d{1,5})?$",
+    re.IGNORECASE,
+)
+_PAGE_NUMBER_TITLED = re.compile(r"^(?:\d{1,5}\s*\|\s*\S.*|\S.*?\s*\|\s*\d{1,5})$")
+_NUMBERED = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){0,5})\s+([A-Z].*)$")
+_DIVISION = re.compile(
+    r"^(chapter|part|division|subdivision|schedule|section)\s+(\d{1,3}[A-Z]?|[IVXLC]{1,7})"
+    r"(?:\s*[-–—:.]\s*|\s+|$)(.*)$",
+    re.IGNORECASE,
+)
+# Where each kind of heading sits; numbered headings sit at SECTION_RANK + depth - 1.
+_RANKS = {"schedule": 0, "chapter": 0, "part": 1, "division": 2, "subdivision": 3}
+SECTION_RANK = 4
+_FUNCTION_WORD = re.compile(
+    r"\s(?:a|an|and|as|at|by|for|from|in|into|is|of|on|or|the|to|that|which|with)$"
+)
+_SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*$")
+_NOT_A_HEADING_END = re.compile(r"[.,;]$")
+_NEW_BLOCK = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3})*\s|\([a-zA-Z0-9]{1,4}\)\s|[•▪●◦*–-]\s)")
+_LETTERS = r"[^\W\d_]"
+_DASHES = ("-", "–", "—")
+_BROKEN_WORD = re.compile(rf"({_LETTERS}+)-$")
+_CONTINUES_WORD = re.compile(rf"^([^\W\d_A-Z]{_LETTERS}*)")
+_COMPOUND = re.compile(rf"{_LETTERS}+(?:-{_LETTERS}+)+")
+_WORD = re.compile(rf"{_LETTERS}+")
+_ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
+_PYPDF_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class _Line:
+    text: str
+    page: int
+
+
+@dataclass(frozen=True)
+class _Heading:
+    """A section start in the line stream: its line(s) from `cut`, its body from `start`."""
+
+    cut: int
+    start: int
+    text: str
+    path: tuple[str, ...]
+
+
+class _Unreadable(Exception):
+    """pypdf failed on the file; `reason` says how, briefly."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def load_pdf(
+    path: Path, root: Path | None = None, max_pages: int = MAX_PAGES
+) -> tuple[list[Document], list[Finding]]:
+    """One Document for the PDF `path`, and the findings met on the way.
+
+    Its id (and the file part of its section ids) is the path relative to `root`, the
+    folder that was loaded; just the file name when `root` is None. A file that cannot
+    be read (corrupt, encrypted, over `max_pages` pages, no text at all) yields no
+    Document and one BLOCK finding.
+    """
+    name = path.relative_to(root).as_posix() if root is not None else path.name
+    try:
+        with _quiet_pypdf():
+            read = _read(path, max_pages)
+    except _Unreadable as exc:
+        return [], [
+            block(
+                "pdf-unreadable",
+                f"{path.name} is not a readable PDF ({exc.reason}); "
+                "re-export it or check the download",
+                path,
+            )
+        ]
+    if isinstance(read, Finding):
+        return [], [read]
+    texts, has_content, meta_title, outline = read
+
+    findings: list[Finding] = []
+    scanned = [i + 1 for i, t in enumerate(texts) if not t.strip() and has_content[i]]
+    if not any(t.strip() for t in texts):
+        return [], [
+            block(
+                "pdf-no-text",
+                f"{path.name} has no text layer on any of its {len(texts)} page(s) "
+                f"(scanned?), so there is nothing to index; {OCR_ADVICE}",
+                path,
+            )
+        ]
+    if scanned:
+        findings.append(
+            Finding(
+                severity="REVIEW",
+                check="pdf-no-text",
+                message=f"{path.name}: {_pages_phrase(scanned)} no text layer (scanned?); "
+                f"{OCR_ADVICE}",
+                source=source_of(path),
+                doc_id=name,
+            )
+        )
+
+    pages, stripped = _strip_furniture([_page_lines(t) for t in texts], meta_title)
+    if stripped:
+        findings.append(_furniture_finding(path, name, stripped))
+    lines = [_Line(text, number) for number, page in enumerate(pages, 1) for text in page]
+    full = _full_line_chars(lines)
+
+    headings = _outline_headings(lines, outline, meta_title) if outline else []
+    if not headings:
+        headings = _numbered_headings(lines, full)
+    title = meta_title or (headings[0].text if headings else "") or path.stem
+    sections = _sections(name, title, lines, headings, full)
+    document = Document(
+        doc_id=name,
+        title=title,
+        source=source_of(path),
+        format="pdf",
+        sections=tuple(sections),
+    )
+    return [document], findings
+
+
+# --- reading ----------------------------------------------------------------------
+
+
+@contextmanager
+def _quiet_pypdf() -> Iterator[None]:
+    """pypdf's warnings and log lines (about repairs it made) kept off the user's screen.
+
+    A warning must not escape either: under `-W error` it would turn a readable file
+    into an exception. Both switches are process-wide, so PDF reads take turns.
+    """
+    logger = logging.getLogger("pypdf")
+    sink = logging.NullHandler()
+    with _PYPDF_LOCK:
+        propagate = logger.propagate
+        logger.addHandler(sink)
+        logger.propagate = False
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                yield
+        finally:
+            logger.removeHandler(sink)
+            logger.propagate = propagate
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or exc.__class__.__name__
+    return text if len(text) <= 100 else text[:99] + "…"
+
+
+def _read(
+    path: Path, max_pages: int
+) -> Finding | tuple[list[str], list[bool], str, list[tuple[int, str, int]]]:
+    """(text per page, whether each page draws anything, /Title, outline) or a BLOCK."""
+    from pypdf import PdfReader
+    from pypdf.errors import DependencyError, FileNotDecryptedError
+
+    encrypted = block(
+        "pdf-encrypted",
+        f"{path.name} is encrypted; decrypt it first "
+        "(e.g. qpdf --decrypt in.pdf out.pdf) and ingest the copy",
+        path,
+    )
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted and not reader.decrypt(""):
+            return encrypted
+        count = _declared_pages(reader)
+        if count is not None and count > max_pages:
+            return _too_many(path, count, max_pages)
+        total = len(reader.pages)
+    except (DependencyError, FileNotDecryptedError):
+        return encrypted
+    except OSError as exc:
+        raise _Unreadable(exc.strerror or exc.__class__.__name__) from exc
+    except Exception as exc:  # pypdf raises many kinds on garbage
+        raise _Unreadable(_reason(exc)) from exc
+    if total > max_pages:
+        return _too_many(path, total, max_pages)
+
+    texts: list[str] = []
+    has_content: list[bool] = []
+    for number, page in enumerate(reader.pages, 1):
+        try:
+            texts.append(page.extract_text() or "")
+            has_content.append(bool(texts[-1].strip()) or _draws_something(page))
+        except (DependencyError, FileNotDecryptedError):
+            return encrypted
+        except Exception as exc:
+            raise _Unreadable(f"page {number}: {_reason(exc)}") from exc
+    return texts, has_content, _metadata_title(reader), _outline(reader)
+
+
+def _declared_pages(reader: Any) -> int | None:
+    """The page count the page tree declares, read without walking it (None if absent)."""
+    try:
+        count = reader.root_object["/Pages"]["/Count"]
+        return int(count)
+    except Exception:
+        return None
+
+
+def _too_many(path: Path, count: int, limit: int) -> Finding:
+    return block(
+        "pdf-too-many-pages",
+        f"{path.name} has {count} pages; the limit is {limit}. Split it (e.g. qpdf --split-pages) "
+        "or raise the limit if it really is one document",
+        path,
+    )
+
+
+def _draws_something(page: Any) -> bool:
+    """Whether a page without text still has a content stream or images (a scan)."""
+    try:
+        resources = page.get("/Resources") or {}
+        if "/XObject" in resources:
+            return True
+        contents = page.get_contents()
+        return contents is not None and bool(contents.get_data().strip())
+    except Exception:
+        return False
+
+
+def _metadata_title(reader: Any) -> str:
+    try:
+        title = reader.metadata.title if reader.metadata is not None else None
+    except Exception:
+        return ""
+    title = " ".join(str(title or "").split())
+    # Word processors fill /Title with a file name when the author never set one.
+    if re.search(r"\.(?:docx?|odt|rtf|pdf|tex|indd)$", title, re.IGNORECASE):
+        return ""
+    return title
+
+
+def _outline(reader: Any) -> list[tuple[int, str, int]]:
+    """(depth, title, 1-based page) for each outline entry, in order; [] when unusable.
+
+    A broken outline is common and not worth failing the file for: the numbered
+    headings are found instead.
+    """
+    entries: list[tuple[int, str, int]] = []
+
+    def visit(items: Sequence[Any], depth: int) -> None:
+        for item in items:
+            if isinstance(item, list):
+                visit(item, depth + 1)
+                continue
+            title = " ".join(str(getattr(item, "title", "") or "").split())
+            page = reader.get_destination_page_number(item)
+            if title and page is not None and page >= 0:
+                entries.append((depth, title, page + 1))
+
+    try:
+        visit(reader.outline, 0)
+    except Exception:
+        return []
+    return entries
+
+
+def _pages_phrase(pages: Sequence[int]) -> str:
+    shown = ", ".join(str(p) for p in pages[:20])
+    more = f" and {len(pages) - 20} more" if len(pages) > 20 else ""
+    return f"page {shown} has" if len(pages) == 1 else f"pages {shown}{more} have"
+
+
+# --- cleaning ---------------------------------------------------------------------
+
+
+def _page_lines(text: str) -> list[str]:
+    """The page's non-empty lines, spaces collapsed, ligatures and soft hyphens undone."""
+    text = text.translate(_LIGATURES).replace("\u00ad\n", "-\n").replace("\u00ad", "")
+    lines = []
+    for raw in text.split("\n"):
+        line = _WS.sub(" ", raw).strip()
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _furniture_key(line: str) -> str:
+    return _DIGITS.sub("#", line).casefold()
+
+
+def _is_page_number(line: str) -> bool:
+    return bool(_PAGE_NUMBER.match(line) or _PAGE_NUMBER_TITLED.match(line))
+
+
+def _edge(lines: Sequence[str]) -> list[int]:
+    """Indexes of the lines where a header or footer can be: the first and last few."""
+    n = len(lines)
+    return sorted(
+        {i for i in range(min(EDGE_LINES, n))} | {n - 1 - i for i in range(min(EDGE_LINES, n))}
+    )
+
+
+def _strip_furniture(
+    pages: list[list[str]], title: str = ""
+) -> tuple[list[list[str]], dict[str, list[str]]]:
+    """Pages without running headers, footers and page numbers; what was removed, by key.
+
+    A line at a page edge that is the document's /Title is a running title (or the
+    title printed atop page 1) even in a document too short to show the repetition.
+    """
+    with_text = sum(1 for p in pages if p)
+    on_pages: Counter[str] = Counter()
+    for lines in pages:
+        on_pages.update({_furniture_key(lines[i]) for i in _edge(lines)})
+    needed = max(FURNITURE_MIN_PAGES, math.ceil(with_text * FURNITURE_SHARE))
+    running = {key for key, n in on_pages.items() if n >= needed}
+    title_key = _norm(_furniture_key(title))
+    if title_key:
+        running |= {key for key in on_pages if _norm(key) == title_key}
+    stripped: dict[str, list[str]] = {}
+    cleaned: list[list[str]] = []
+    for lines in pages:
+        drop = set()
+        for i in _edge(lines):
+            key = _furniture_key(lines[i])
+            if key in running or _is_page_number(lines[i]):
+                drop.add(i)
+                stripped.setdefault(key, []).append(lines[i])
+        cleaned.append([line for i, line in enumerate(lines) if i not in drop])
+    return cleaned, stripped
+
+
+def _furniture_finding(path: Path, doc_id: str, stripped: dict[str, list[str]]) -> Finding:
+    total = sum(len(v) for v in stripped.values())
+    ranked = sorted(stripped.values(), key=lambda v: (-len(v), v[0]))
+    items = []
+    for lines in ranked[:EXCERPT_ITEMS]:
+        first = lines[0]
+        shown = first if len(first) <= EXCERPT_ITEM_CHARS else first[: EXCERPT_ITEM_CHARS - 1] + "…"
+        varies = " (numbers vary)" if len(set(lines)) > 1 else ""
+        items.append(f"{shown!r} ×{len(lines)}{varies}")
+    if len(ranked) > EXCERPT_ITEMS:
+        items.append(f"and {len(ranked) - EXCERPT_ITEMS} more")
+    return Finding(
+        severity="REVIEW",
+        check="pdf-furniture",
+        message=(
+            f"{path.name}: removed {total} running header, footer and page-number line(s) "
+            f"({len(stripped)} distinct); check the list holds nothing but page furniture"
+        ),
+        source=source_of(path),
+        doc_id=doc_id,
+        excerpt="; ".join(items),
+    )
+
+
+def _norm(text: str) -> str:
+    """A heading as compared: lower case, letters and digits only, single spaces."""
+    return " ".join(re.sub(r"[^\w]+", " ", text.casefold()).split())
+
+
+def _full_line_chars(lines: Sequence[_Line]) -> int:
+    """The length of a full-width line: the 90th percentile of line lengths."""
+    lengths = sorted(len(line.text) for line in lines)
+    if len(lengths) < 5:
+        return 80
+    return max(40, lengths[int(0.9 * (len(lengths) - 1))])
+
+
+# --- structure --------------------------------------------------------------------
+
+
+def _outline_headings(
+    lines: Sequence[_Line], outline: Sequence[tuple[int, str, int]], title: str
+) -> list[_Heading]:
+    """A heading per outline entry, cut where its title is found on its page."""
+    entries = list(outline)
+    tops = [e for e in entries if e[0] == 0]
+    if len(tops) == 1 and len(entries) > 1 and title and _norm(tops[0][1]) == _norm(title):
+        # One root bookmark named for the document is the document, not a section.
+        entries = [(d - 1, t, p) for d, t, p in entries[1:]]
+    first_line_of: dict[int, int] = {}
+    for i, line in enumerate(lines):
+        first_line_of.setdefault(line.page, i)
+    page_starts = sorted(first_line_of.items())
+    headings: list[_Heading] = []
+    stack: list[tuple[int, str]] = []
+    position = 0
+    for depth, heading, page in entries:
+        # From the first line on its page (or on the next page with text), not before
+        # the heading before it: a title not found there is cut at that line.
+        at = bisect.bisect_left(page_starts, (page, -1))
+        page_start = page_starts[at][1] if at < len(page_starts) else len(lines)
+        start = max(position, page_start)
+        found = _find_heading(lines, start, page, heading)
+        if found is not None:
+            start, skip = found
+        else:
+            skip = 0
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        stack.append((depth, heading))
+        headings.append(_Heading(start, start + skip, heading, tuple(t for _, t in stack)))
+        position = start + skip
+    return headings
+
+
+def _find_heading(
+    lines: Sequence[_Line], start: int, page: int, title: str
+) -> tuple[int, int] | None:
+    """(index of the heading's first line, lines it takes) on `page` from `start`."""
+    want = _norm(title)
+    if not want:
+        return None
+    for i in range(start, len(lines)):
+        if lines[i].page != page:
+            break
+        got = _norm(lines[i].text)
+        if got == want:
+            return i, 1
+        wrapped = got and want.startswith(got + " ") and i + 1 < len(lines)
+        if wrapped and _norm(f"{lines[i].text} {lines[i + 1].text}") == want:
+            return i, 2  # a long heading wrapped onto a second line
+    return None
+
+
+def _roman(numeral: str) -> int | None:
+    values = [_ROMAN.get(c) for c in numeral.lower()]
+    if not values or any(v is None for v in values):
+        return None
+    total = 0
+    nums = [v for v in values if v is not None]
+    for i, v in enumerate(nums):
+        total += -v if i + 1 < len(nums) and nums[i + 1] > v else v
+    return total
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    rank: int
+    number: tuple[int, ...]  # the heading's number; (n,) for Part n, (2, 1) for "2.1"
+    kind: str
+
+
+def _candidate(text: str) -> _Candidate | None:
+    division = _DIVISION.match(text)
+    if division is not None:
+        kind = division.group(1).lower()
+        label = division.group(2)
+        value = int(re.sub(r"\D", "", label)) if label[0].isdigit() else _roman(label)
+        if value is None or (division.group(1)[0].islower()):
+            return None
+        title = division.group(3)
+        if title and title[0].islower():
+            return None
+        rank = _RANKS.get(kind, SECTION_RANK)
+        return _Candidate(rank, (value,), "numbered" if kind == "section" else kind)
+    numbered = _NUMBERED.match(text)
+    if numbered is None:
+        return None
+    number = tuple(int(n) for n in numbered.group(1).split("."))
+    return _Candidate(SECTION_RANK + len(number) - 1, number, "numbered")
+
+
+class _Numbering:
+    """The heading numbers seen so far, to tell a heading from a numbered body line."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[_Candidate, str]] = []
+        # The last number used under each parent: by kind for Parts and the like, by
+        # parent number for numbered headings.
+        self.last: dict[tuple[str, tuple[int, ...]], int] = {}
+
+    def fits(self, c: _Candidate) -> bool:
+        if c.kind == "numbered" and len(c.number) > 1:
+            parent = c.number[:-1]
+            if not any(s.kind == "numbered" and s.number == parent for s, _ in self.stack):
+                return False
+        key = (c.kind, c.number[:-1])
+        previous = self.last.get(key)
+        return previous is None or previous < c.number[-1] <= previous + NUMBER_STEP_MAX
+
+    def push(self, c: _Candidate, heading: str) -> tuple[str, ...]:
+        while self.stack and self.stack[-1][0].rank >= c.rank:
+            self.stack.pop()
+        if c.kind != "numbered":
+            # A new Part (Schedule, ...) may restart the numbering below it.
+            self.last = {k: v for k, v in self.last.items() if _RANK_OF.get(k[0], 9) <= c.rank}
+        self.last[(c.kind, c.number[:-1])] = c.number[-1]
+        self.stack.append((c, heading))
+        return tuple(h for _, h in self.stack)
+
+
+_RANK_OF = {**_RANKS, "numbered": SECTION_RANK}
+
+
+def _wrapped(line: str, following: str, full: int) -> bool:
+    """Whether `line` was broken because the first word of `following` did not fit."""
+    word = following.split(" ", 1)[0]
+    return bool(word) and len(line) + 1 + len(word) > WRAP_SHARE * full
+
+
+def _opens(candidate: _Candidate, following: str) -> bool:
+    """Whether `following` is numbered as the first level below a numbered heading."""
+    if candidate.kind != "numbered":
+        return False
+    prefix = ".".join(str(n) for n in candidate.number) + "."
+    return bool(re.match(rf"{re.escape(prefix)}\d{{1,3}}\s", following))
+
+
+def _numbered_headings(lines: Sequence[_Line], full: int) -> list[_Heading]:
+    numbering = _Numbering()
+    headings: list[_Heading] = []
+    for i, line in enumerate(lines):
+        text = line.text
+        if len(text) > HEADING_MAX_CHARS or _NOT_A_HEADING_END.search(text):
+            continue
+        candidate = _candidate(text)
+        if candidate is None:
+            continue
+        following = lines[i + 1].text if i + 1 < len(lines) else ""
+        if following[:1].islower():
+            continue  # the sentence runs on
+        if _wrapped(text, following, full) and not _opens(candidate, following):
+            continue  # a wrapped line of a paragraph, unless its first clause follows
+        if _FUNCTION_WORD.search(text):
+            continue  # "1.1 The register is kept by the": a heading does not end so
+        previous = lines[i - 1].text if i > 0 else ""
+        if previous.endswith(("-", ",")) or (
+            _wrapped(previous, text, full) and not _SENTENCE_END.search(previous)
+        ):
+            continue  # this line finishes the one before
+        if not numbering.fits(candidate):
+            continue
+        headings.append(_Heading(i, i + 1, text, numbering.push(candidate, text)))
+    return headings
+
+
+# --- text -------------------------------------------------------------------------
+
+
+class _Hyphens:
+    """Decides, for a word broken at a line end, whether its hyphen is part of it."""
+
+    def __init__(self, lines: Sequence[_Line]) -> None:
+        self.compounds: Counter[str] = Counter()
+        self.words: Counter[str] = Counter()
+        for line in lines:
+            for match in _COMPOUND.finditer(line.text):
+                parts = match.group().casefold().split("-")
+                self.compounds.update(f"{a}-{b}" for a, b in itertools.pairwise(parts))
+            self.words.update(w.casefold() for w in _WORD.findall(line.text))
+
+    def keep(self, head: str, tail: str) -> bool:
+        """Keep "well-known" when the document writes it so at least as often as "wellknown"."""
+        hyphenated = self.compounds[f"{head}-{tail}".casefold()]
+        return hyphenated > 0 and hyphenated >= self.words[(head + tail).casefold()]
+
+
+def _joiner(previous: str, line: str, hyphens: _Hyphens, full: int) -> tuple[str, bool]:
+    """(what goes between two lines, whether the previous line's final hyphen goes)."""
+    if previous.endswith(_DASHES) and not previous[-2:-1].isspace():
+        broken = _BROKEN_WORD.search(previous)
+        tail = _CONTINUES_WORD.match(line)
+        if broken is not None and tail is not None:
+            return "", not hyphens.keep(broken.group(1), tail.group(1))
+        return "", False  # "NEER-" then "D 2022", "CO2-" then "e": the dash belongs
+    if _SENTENCE_END.search(previous) and (
+        not _wrapped(previous, line, full) or _NEW_BLOCK.match(line)
+    ):
+        return "\n\n", False
+    return " ", False
+
+
+def _body(
+    lines: Sequence[_Line], hyphens: _Hyphens, full: int
+) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """The text of a run of lines, and (offset, page) where each page's part begins."""
+    pieces: list[str] = []
+    size = 0
+    starts: list[tuple[int, int]] = []
+    previous: _Line | None = None
+    for line in lines:
+        if previous is not None:
+            between, drop_hyphen = _joiner(previous.text, line.text, hyphens, full)
+            if drop_hyphen:
+                pieces[-1] = pieces[-1][:-1]
+                size -= 1
+            pieces.append(between)
+            size += len(between)
+        if previous is None or line.page != previous.page:
+            starts.append((size, line.page))
+        pieces.append(line.text)
+        size += len(line.text)
+        previous = line
+    return "".join(pieces), tuple(starts)
+
+
+def _sections(
+    name: str, title: str, lines: Sequence[_Line], headings: Sequence[_Heading], full: int
+) -> list[Section]:
+    hyphens = _Hyphens(lines)
+    runs: list[tuple[str, tuple[str, ...], int, int]]
+    if headings:
+        # Text before the first heading is the preamble; each heading's body runs to
+        # the next heading's line.
+        runs = [("", (), 0, headings[0].cut)]
+        ends = [h.cut for h in headings[1:]] + [len(lines)]
+        runs += [(h.text, h.path, h.start, end) for h, end in zip(headings, ends, strict=True)]
+    else:
+        runs = [(title, (title,), 0, len(lines))]
+
+    seen: Counter[str] = Counter()
+    sections: list[Section] = []
+    for heading, path, start, end in runs:
+        text, starts = _body(lines[start:end], hyphens, full)
+        if not text:
+            continue  # a heading with nothing under it answers nothing
+        label = heading or "preamble"
+        seen[label] += 1
+        suffix = f" ({seen[label]})" if seen[label] > 1 else ""
+        sections.append(
+            Section(
+                section_id=f"{name}#{label}{suffix}",
+                heading=heading,
+                text=text,
+                path=path,
+                page=starts[0][1],
+                page_starts=starts,
+            )
+        )
+    return sections
