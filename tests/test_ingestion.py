@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from groundqa.chunking import ChunkerSettings
+from groundqa.embed import EmbedderOptions
 from groundqa.engine import Engine
 from groundqa.errors import EmptyCorpusError, Interrupted, ValidationBlocked
+from groundqa.index.dense import DenseSettings
 from groundqa.ingestion import ingest
+from tests.fakes import FakeServer, Out, Reply, Seen
 
 
 def test_build_and_ask(small_corpus: Path, tmp_path: Path) -> None:
@@ -80,3 +85,82 @@ def test_interrupt_keeps_previous_index(small_corpus: Path, tmp_path: Path) -> N
         ingest([small_corpus], tmp_path / "idx", reporter=_InterruptWhileIndexing())
     assert Engine.open(tmp_path / "idx").manifest.build_id == first.build_id
     assert not list((tmp_path / "idx" / "builds").glob(".tmp-*"))
+
+
+# "Quarantine" is only in the section heading, so only the section path can match it.
+HARBOUR = """# Harbour Rules
+
+## Quarantine
+
+Vessels must moor at the east pier and wait for the health officer.
+
+## Fees
+
+A berth costs 40 pounds a night at the west pier.
+"""
+
+
+def _harbour(tmp_path: Path) -> Path:
+    folder = tmp_path / "harbour"
+    folder.mkdir()
+    (folder / "harbour.md").write_text(HARBOUR, encoding="utf-8")
+    return folder
+
+
+def test_without_the_section_path_a_heading_word_is_not_indexed_but_still_cited(
+    tmp_path: Path,
+) -> None:
+    corpus = _harbour(tmp_path)
+    flat = ChunkerSettings(section_path=False)
+    ingest([corpus], tmp_path / "with", dense=None)
+    ingest([corpus], tmp_path / "without", dense=None, chunker=flat)
+    with_path, without = Engine.open(tmp_path / "with"), Engine.open(tmp_path / "without")
+    found = with_path.retrieve("quarantine", retriever="bm25")
+    assert [h.chunk.section_id for h in found] == ["harbour.md#Quarantine"]
+    assert without.retrieve("quarantine", retriever="bm25") == []
+    assert len(without.retrieve("harbour rules", retriever="bm25")) == 2  # the title stays
+    assert ChunkerSettings.from_dict(without.manifest.chunker) == flat
+    assert with_path.section_path and not without.section_path
+    answer = without.ask("Where must vessels moor?", retriever="bm25")
+    assert not answer.refused
+    assert answer.citations[0].section == "Harbour Rules > Quarantine"
+
+
+def test_the_section_path_setting_is_part_of_the_build_fingerprint(tmp_path: Path) -> None:
+    corpus = _harbour(tmp_path)
+    settings = ChunkerSettings(section_path=False)
+    first = ingest([corpus], tmp_path / "idx", dense=None)
+    flat = ingest([corpus], tmp_path / "idx", dense=None, chunker=settings)
+    assert flat.changed and flat.build_id != first.build_id
+    assert not ingest([corpus], tmp_path / "idx", dense=None, chunker=settings).changed
+
+
+def _recording_embeddings(embedded: list[str]) -> Reply:
+    """Ollama's `/api/embed`: keeps every text it is sent, answers a fixed 2-d vector."""
+
+    def reply(seen: Seen, out: Out) -> None:
+        embedded.extend(seen.body["input"])
+        vectors = [[1.0, float(len(t) % 7 + 1)] for t in seen.body["input"]]
+        out.json({"model": seen.body["model"], "embeddings": vectors})
+
+    return reply
+
+
+@pytest.mark.parametrize("section_path", [True, False])
+def test_the_embedder_sees_the_section_path_only_when_it_is_indexed(
+    tmp_path: Path, serve: Callable[[Reply], FakeServer], section_path: bool
+) -> None:
+    embedded: list[str] = []
+    url = serve(_recording_embeddings(embedded)).url
+    ingest(
+        [_harbour(tmp_path)],
+        tmp_path / "idx",
+        chunker=ChunkerSettings(section_path=section_path),
+        dense=DenseSettings("ollama:rec"),
+        embedder_options=EmbedderOptions(base_url=url),
+    )
+    heads = sorted(text.split("\n")[0] for text in embedded)
+    if section_path:
+        assert heads == ["Harbour Rules > Fees", "Harbour Rules > Quarantine"]
+    else:
+        assert heads == ["Harbour Rules", "Harbour Rules"]

@@ -206,11 +206,18 @@ def ingest(
                 "chunks": len(chunks),
             }
 
+            # Without the section path it reaches neither the body, the breadcrumb field
+            # (which then holds the title) nor the vectors; chunks keep it for citations.
+            with_path = chunker.section_path
+
             def write(tmp: Path) -> Manifest:
                 t_index = time.perf_counter()
                 reporter.stage("indexing (bm25)", total=len(chunks))
                 lexical = LexicalIndex.build(
-                    [c.index_text() for c in chunks], analyzer, bm25, [c.breadcrumb for c in chunks]
+                    [c.index_text(with_path) for c in chunks],
+                    analyzer,
+                    bm25,
+                    [c.breadcrumb if with_path else c.title for c in chunks],
                 )
                 lexical.save(tmp / BM25_DIR)
                 reporter.advance(len(chunks))
@@ -221,7 +228,8 @@ def ingest(
                 if dense is not None and embedder is not None:
                     t_embed = time.perf_counter()
                     reporter.stage(f"embedding ({embedder.name})", total=len(chunks))
-                    vectors = embedder.embed([c.index_text() for c in chunks], reporter.advance)
+                    texts = [c.index_text(with_path) for c in chunks]
+                    vectors = embedder.embed(texts, reporter.advance)
                     VectorIndex.build(vectors, dense).save(tmp)
                     dense_entry = describe(embedder, int(vectors.shape[1]), dense)
                     timings["embed"] = time.perf_counter() - t_embed
