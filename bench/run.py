@@ -14,7 +14,11 @@ import embedder
 import foundation
 import gate
 import generation
+import intent
+import pdf
+import regulatory
 import retrieval
+import scope
 import serve_load
 from _common import RESULTS, ROOT
 
@@ -24,6 +28,10 @@ def main() -> int:
     foundation.run()
     retrieval.run()
     dense.run()
+    regulatory.run()
+    scope.run()
+    pdf.run()
+    intent.run()
     gate.run()
     embedder.run()
     serve_load.run()

@@ -273,6 +273,38 @@ def test_auto_location_scopes_to_the_place_the_question_names(open_url: str) -> 
     assert data["citations"][0]["doc_id"] == "local_fennick_tree_protection.md"
 
 
+def test_a_scope_an_all_of_filter_and_as_of_reach_the_engine(open_url: str) -> None:
+    question = "What trunk circumference makes a tree protected?"
+    data = post(open_url, "/query", {"question": question, "scope": {"area": "Ashcombe"}}).json()
+    assert data["scope"] == {"area": ["Ashcombe Shire"], "state": ["Westhaven"]}
+    assert {c["doc_id"] for c in data["citations"]} == {"local_ashcombe_regulated_trees.md"}
+    assert data["citations"][0]["clause"] == "cl.1.1" and data["notes"] == []
+    earlier = {"question": question, "scope": {"area": "Ashcombe"}, "as_of": "2020-01-01"}
+    old = post(open_url, "/query", earlier).json()
+    assert old["cache"] == "miss"  # another day is another answer
+    assert old["notes"] and "not yet in force on 2020-01-01" in old["notes"][0]
+    both = {"jurisdiction": {"all": ["local"]}, "state": {"any": ["Westhaven"]}}
+    scoped = post(open_url, "/query", {"question": question, "filters": both}).json()
+    assert {p["metadata"]["area"] for p in scoped["passages"]} == {"Ashcombe Shire"}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"scope": {"area": "Ashcombe Shyre"}}, 400, "did you mean Ashcombe Shire?"),
+        ({"filters": {"state": {"some": ["Westhaven"]}}}, 422, ""),
+        ({"as_of": "30/06/2021"}, 422, ""),
+    ],
+)
+def test_bad_scope_filter_or_date_is_a_clear_4xx(
+    open_url: str, body: dict[str, Any], status: int, message: str
+) -> None:
+    response = post(open_url, "/query", {"question": "trees", **body})
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["status"] == status and message in error["message"]
+
+
 def _events(text: str) -> list[tuple[str, Any]]:
     events = []
     for block in text.strip().split("\n\n"):

@@ -82,6 +82,23 @@ def test_ingest_again_is_a_no_op(built: Path) -> None:
     assert proc.returncode == 0 and "up to date" in proc.stdout
 
 
+def test_ingest_without_the_section_path(tmp_path: Path) -> None:
+    corpus = tmp_path / "c"
+    corpus.mkdir()
+    (corpus / "harbour.md").write_text(
+        "# Harbour Rules\n\n## Quarantine\n\nVessels must moor at the east pier.\n"
+    )
+    index = tmp_path / "idx"
+    proc = run("ingest", corpus, "--index", index, "--no-dense", "--no-section-path")
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads(run("inspect", "--index", index, "--json").stdout)["manifest"]
+    assert manifest["chunker"]["section_path"] is False
+    heading = run("ask", "quarantine", "--index", index, "--retriever", "bm25", "--json")
+    assert json.loads(heading.stdout)["passages"] == []
+    body = run("ask", "Where must vessels moor?", "--index", index, "--json")
+    assert json.loads(body.stdout)["citations"][0]["section"] == "Harbour Rules > Quarantine"
+
+
 def test_inspect(built: Path) -> None:
     proc = run("inspect", "--index", built, "--json")
     data = json.loads(proc.stdout)

@@ -236,11 +236,11 @@ def test_out_of_scope_question_shows_the_refusal_and_no_citations(
     page.screenshot(path=str(tmp_path / "refusal.png"), full_page=True)
 
 
-def test_a_facet_filter_changes_the_request_and_the_passages(page: Any, base_url: str) -> None:
+def test_a_place_scopes_the_request_and_the_passages(page: Any, base_url: str) -> None:
     _open(page, base_url)
     question = "What permit is needed to clear native vegetation?"
-    unfiltered = _ask(page, question)
-    assert {p["metadata"].get("state") for p in unfiltered["passages"]} != {"Westhaven"}
+    unscoped = _ask(page, question)
+    assert {p["metadata"].get("state") for p in unscoped["passages"]} - {None, "Westhaven"}
 
     state = page.locator("#filter-state")
     expect(page.locator("label[for='filter-state']")).to_have_text("state")
@@ -251,17 +251,40 @@ def test_a_facet_filter_changes_the_request_and_the_passages(page: Any, base_url
     page.fill("#question", question)
     with page.expect_request("**/query") as request_info:
         page.click("#ask")
-    assert request_info.value.post_data_json["filters"] == {"state": "Westhaven"}
-    filtered = request_info.value.response().json()
+    sent = request_info.value.post_data_json
+    # A place is where the asker is: sent as scope, so national rules still apply.
+    assert sent["scope"] == {"state": "Westhaven"} and sent["filters"] == {}
+    scoped = request_info.value.response().json()
     expect(page.locator("#ask")).to_be_enabled()
-    assert filtered["passages"]
-    assert all(p["metadata"].get("state") == "Westhaven" for p in filtered["passages"])
+    assert scoped["passages"]
+    states = {p["metadata"].get("state") for p in scoped["passages"]}
+    assert states <= {"Westhaven", None} and "Westhaven" in states
+    assert all(p["metadata"].get("area") is None for p in scoped["passages"])
 
     cards = page.locator(".passage")
     assert cards.count() >= 1
     for chip in cards.locator(".chip[data-facet='state']").all_text_contents():
         assert chip == "state: Westhaven"
-    assert cards.locator(".chip[data-facet='state']").count() == cards.count()
+
+
+def test_a_non_place_facet_filters_the_request(page: Any, base_url: str) -> None:
+    _open(page, base_url)
+    page.locator("#filter-category").select_option("vegetation")
+    page.fill("#question", "What permit is needed to clear native vegetation?")
+    with page.expect_request("**/query") as request_info:
+        page.click("#ask")
+    assert request_info.value.post_data_json["filters"] == {"category": "vegetation"}
+    filtered = request_info.value.response().json()
+    assert filtered["passages"]
+    assert all(p["metadata"].get("category") == "vegetation" for p in filtered["passages"])
+
+
+def test_a_citation_shows_its_clause(page: Any, base_url: str) -> None:
+    _open(page, base_url)
+    data = _ask(page, TREE_QUESTION)
+    clauses = [c["clause"] for c in data["citations"] if c.get("clause")]
+    assert clauses, data["citations"]
+    expect(page.locator("#citations .clause").first).to_have_text(clauses[0])
 
 
 def test_keyboard_only_asks_and_follows_a_citation(page: Any, base_url: str) -> None:

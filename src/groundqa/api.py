@@ -24,6 +24,7 @@ traceback goes to the server log, never to the client.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import http
@@ -33,7 +34,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -115,6 +116,14 @@ Facets = Annotated[
     dict[Annotated[str, StringConstraints(max_length=200)], FacetValues],
     Field(max_length=MAX_FILTER_KEYS),
 ]
+# A filter value may also ask for every one of several values: {"all": [...]}.
+FilterValues = (
+    FacetValues | Annotated[dict[Literal["any", "all"], FacetValues], Field(max_length=1)]
+)
+FilterFacets = Annotated[
+    dict[Annotated[str, StringConstraints(max_length=200)], FilterValues],
+    Field(max_length=MAX_FILTER_KEYS),
+]
 
 
 class QueryRequest(BaseModel):
@@ -137,13 +146,20 @@ class QueryRequest(BaseModel):
     generator: Name = "extractive"
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature.")
     max_tokens: int | None = Field(None, ge=1, le=8192, description="Longest answer in tokens.")
-    filters: Facets = Field(
+    filters: FilterFacets = Field(
         default_factory=dict,
-        description="Metadata that every passage must match; a list means any of its values.",
+        description="Metadata that every passage must match; a list means any of its values, "
+        '{"all": [...]} every one of them. Nested metadata is addressed as `key.subkey`.',
     )
     scope: Facets = Field(
         default_factory=dict,
-        description="Places: passages that match, or that carry no value for the key, pass.",
+        description='Where the asker is (e.g. {"area": "Fennick City"}): national documents '
+        "apply, state documents only for the scope's state(s), local ones only for its area(s).",
+    )
+    as_of: dt.date | None = Field(
+        None,
+        description="The day whose versions are in force (default today); answers citing "
+        "another version say so in `notes`.",
     )
     auto_location: bool = Field(
         False, description="Also scope to the places the question names (e.g. a council area)."
@@ -289,8 +305,13 @@ def _replay(body: bytes, receive: Receive) -> Receive:
 # ---------------------------------------------------------------- answers, cached
 
 
-def _normal_facets(facets: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:
-    return {k: sorted([v] if isinstance(v, str) else v) for k, v in sorted(facets.items())}
+def _normal_facets(facets: Mapping[str, Any]) -> dict[str, Any]:
+    def normal(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {mode: normal(v) for mode, v in value.items()}
+        return sorted([value] if isinstance(value, str) else value)
+
+    return {k: normal(v) for k, v in sorted(facets.items())}
 
 
 def cache_key(request: QueryRequest, fingerprint: str) -> str:
@@ -303,6 +324,7 @@ def cache_key(request: QueryRequest, fingerprint: str) -> str:
         "filters": _normal_facets(request.filters),
         "scope": _normal_facets(request.scope),
         "auto_location": request.auto_location,
+        "as_of": (request.as_of or dt.date.today()).isoformat(),
         "index": fingerprint,
     }
     text = json.dumps(normal, sort_keys=True, ensure_ascii=False)
@@ -320,6 +342,7 @@ def _ask_args(request: QueryRequest, options: GeneratorOptions) -> dict[str, Any
         "options": options,
         "temperature": request.temperature,
         "max_tokens": request.max_tokens,
+        "as_of": request.as_of,
     }
 
 

@@ -11,6 +11,7 @@ problem (and `validate` with a BLOCK finding), 2 a usage error, 130 interrupted.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -49,11 +50,32 @@ def _parse_pairs(pairs: Sequence[str], what: str) -> dict[str, str]:
     return parsed
 
 
-def _parse_filters(pairs: Sequence[str]) -> dict[str, list[str]]:
+def _parse_filters(pairs: Sequence[str], what: str = "--filter") -> dict[str, list[str]]:
+    """KEY=VALUE pairs; a key given more than once collects every value."""
     filters: dict[str, list[str]] = {}
-    for key, value in _parse_pairs(pairs, "--filter").items():
-        filters.setdefault(key, []).append(value)
+    for pair in pairs:
+        for key, value in _parse_pairs([pair], what).items():
+            filters.setdefault(key, []).append(value)
     return filters
+
+
+def _facet_filters(any_of: Sequence[str], all_of: Sequence[str]) -> dict[str, Any]:
+    """`--filter` pairs (any of a key's values) and `--filter-all` pairs (every one)."""
+    filters: dict[str, Any] = dict(_parse_filters(any_of))
+    for key, values in _parse_filters(all_of, "--filter-all").items():
+        if key in filters:
+            raise UsageError(f"{key} is given to both --filter and --filter-all; use one")
+        filters[key] = {"all": values}
+    return filters
+
+
+def _as_of(value: str | None) -> dt.date | None:
+    if value is None:
+        return None
+    try:
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise UsageError(f"--as-of takes a date as YYYY-MM-DD, got {value!r}") from None
 
 
 class RichReporter:
@@ -119,7 +141,9 @@ _format_option = click.option(
     "fmt",
     default="auto",
     show_default=True,
-    type=click.Choice(["auto", "csv", "markdown", "beir", "obliqa"]),
+    # loaders.FORMATS, spelled out so that startup does not import the loaders
+    # (tests/test_loaders.py checks the two agree).
+    type=click.Choice(["auto", "csv", "markdown", "pdf", "beir", "obliqa"]),
     help="Corpus format; auto detects it from each path.",
 )
 _columns_option = click.option(
@@ -222,6 +246,11 @@ def validate(sources: tuple[str, ...], fmt: str, columns: tuple[str, ...], as_js
     show_default=True,
     help="Split sections longer than this at paragraph, then sentence, boundaries.",
 )
+@click.option(
+    "--no-section-path",
+    is_flag=True,
+    help="Index chunk text without its section path (the breadcrumb still cites it).",
+)
 @click.option("--force", is_flag=True, help="Rebuild even when the corpus is unchanged.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def ingest(
@@ -235,6 +264,7 @@ def ingest(
     threads: int | None,
     ann_threshold: int,
     max_chars: int,
+    no_section_path: bool,
     force: bool,
     as_json: bool,
 ) -> None:
@@ -250,7 +280,7 @@ def ingest(
             index_dir,
             fmt=fmt,
             columns=_parse_pairs(columns, "--columns") or None,
-            chunker=ChunkerSettings(max_chars=max_chars),
+            chunker=ChunkerSettings(max_chars=max_chars, section_path=not no_section_path),
             dense=None if no_dense else DenseSettings(embedder, ann_threshold=ann_threshold),
             embedder_options=EmbedderOptions(base_url=embedder_url, threads=threads),
             force=force,
@@ -283,11 +313,19 @@ def _print_answer(answer: Answer, *, show_passages: bool = False, explain: bool 
         out.print(escape(answer.answer))
         out.print()
         for c in answer.citations:
-            page = f", p. {c.page}" if c.page is not None else ""
+            where = "".join(
+                f", {part}" for part in (c.clause, f"p. {c.page}" if c.page else None) if part
+            )
             out.print(
-                f"[bold][{c.n}][/] {escape(c.section)}{page}  [dim]§ {escape(c.section_id)}[/]"
+                f"[bold][{c.n}][/] {escape(c.section)}{escape(where)}  "
+                f"[dim]§ {escape(c.section_id)}[/]"
             )
             out.print(f"    [dim]{escape(c.uri)}[/]")
+        for note in answer.notes:
+            out.print(f"[yellow]note:[/] {escape(note)}")
+    if answer.scope:
+        places = "; ".join(f"{k}={', '.join(v)}" for k, v in answer.scope.items())
+        out.print(f"[dim]scope: {escape(places)}[/]")
     if answer.audit and not answer.refused and not answer.error:
         out.print(f"[dim]{escape(_audit_line(answer.audit))}[/]")
     out.print(f"[dim]{_confidence_line(answer)}[/]")
@@ -427,9 +465,31 @@ def _options(generator_url: str | None, timeout: float) -> Any:
     help="Only passages whose metadata matches; repeat a key for any-of.",
 )
 @click.option(
+    "--filter-all",
+    "filters_all",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only passages whose list-valued metadata holds every value given for KEY.",
+)
+@click.option(
+    "--scope",
+    "scope",
+    multiple=True,
+    metavar="KEY=PLACE",
+    help="Where the asker is, e.g. area='Fennick City': national documents apply, state "
+    "ones only for its state, local ones only for its area. Repeat for several places.",
+)
+@click.option(
     "--auto-location",
     is_flag=True,
     help="Scope the search to places the question names (national rules still apply).",
+)
+@click.option(
+    "--as-of",
+    "as_of",
+    default=None,
+    metavar="YYYY-MM-DD",
+    help="Answer from the versions in force on this day (default: today).",
 )
 @_with_generator_options
 @click.option("--passages", is_flag=True, help="Also list the retrieved passages with scores.")
@@ -447,7 +507,10 @@ def ask(
     embedder_url: str | None,
     reranker: str | None,
     filters: tuple[str, ...],
+    filters_all: tuple[str, ...],
+    scope: tuple[str, ...],
     auto_location: bool,
+    as_of: str | None,
     generator: str,
     generator_url: str | None,
     temperature: float | None,
@@ -460,12 +523,15 @@ def ask(
     """Answer QUESTION from the index, with citations, or refuse."""
     from groundqa.engine import Engine
 
+    day = _as_of(as_of)
     engine = Engine.open(index_dir, _embedder_options(embedder_url))
     answer = engine.ask(
         question,
         k=k,
-        filters=_parse_filters(filters),
+        filters=_facet_filters(filters, filters_all),
+        scope=_parse_filters(scope, "--scope"),
         auto_scope=auto_location,
+        as_of=day,
         retriever=retriever,
         reranker=reranker,
         generator=generator,

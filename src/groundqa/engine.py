@@ -9,11 +9,12 @@ pipeline logic of its own.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
@@ -23,6 +24,7 @@ import numpy.typing as npt
 
 from groundqa.acronyms import expand_query
 from groundqa.audit import audit_answer
+from groundqa.chunking import ChunkerSettings
 from groundqa.definitions import defined_term, defines
 from groundqa.embed import Embedder, EmbedderOptions, Matrix, get_embedder
 from groundqa.errors import GenerationError, UsageError
@@ -41,7 +43,7 @@ from groundqa.generate.presets import preset_for
 from groundqa.index import LoadedIndex, load_index, top_k
 from groundqa.index.dense import check_embedder
 from groundqa.index.store import Manifest
-from groundqa.models import REFUSAL, Answer, Chunk, Hit
+from groundqa.models import REFUSAL, Answer, Chunk, Citation, Hit
 from groundqa.rerank import Reranker, get_reranker
 from groundqa.retrieve import (
     DEFAULT_DENSE_PLAN,
@@ -56,8 +58,9 @@ from groundqa.retrieve import (
     check_retriever,
 )
 from groundqa.text import Analyzer, PassageTerms
+from groundqa.versions import Versions
 
-Filters = Mapping[str, str | Sequence[str]]
+Filters = Mapping[str, str | Sequence[str] | Mapping[str, Sequence[str]]]
 # A reranker re-scores this many of the best hits (or the depth asked for, if more).
 RERANK_DEPTH = 20
 # The gate compares each method's own best this deep.
@@ -175,6 +178,23 @@ class Engine:
     def chunk(self, chunk_id: str) -> Chunk | None:
         return self._by_chunk.get(chunk_id)
 
+    @cached_property
+    def versions(self) -> Versions:
+        """Each document's effective dates and successor (see `versions`)."""
+        return Versions.of_chunks(self._loaded.chunks)
+
+    @cached_property
+    def _doc_of_row(self) -> list[str]:
+        return [c.doc_id for c in self._loaded.chunks]
+
+    @cached_property
+    def _row_of(self) -> dict[str, int]:
+        return {c.chunk_id: i for i, c in enumerate(self._loaded.chunks)}
+
+    def rows_of(self, chunk_ids: Iterable[str]) -> list[int]:
+        """Row numbers (positions in `chunks`) of the known chunk ids given."""
+        return [self._row_of[c] for c in chunk_ids if c in self._row_of]
+
     def document_chunks(self, doc_id: str) -> list[Chunk]:
         """A document's chunks in reading order (empty when the id is unknown)."""
         return list(self._by_doc.get(doc_id, []))
@@ -183,8 +203,14 @@ class Engine:
         """Each topic term of the question with its idf in this index."""
         return {t: self._loaded.lexical.idf(t) for t in self.analyzer.query_terms(question)}
 
+    @cached_property
+    def section_path(self) -> bool:
+        """Whether the index holds each chunk's section path (`ChunkerSettings.section_path`)."""
+        return ChunkerSettings.from_dict(self.manifest.chunker).section_path
+
     def _passage_terms(self, hit: Hit) -> frozenset[str]:
-        return self.passage_text.terms(hit.chunk.chunk_id, hit.chunk.index_text())
+        # The gate's coverage reads the text BM25 scored, so it follows the index's setting.
+        return self.passage_text.terms(hit.chunk.chunk_id, hit.chunk.index_text(self.section_path))
 
     def retrieve(
         self,
@@ -217,6 +243,7 @@ class Engine:
         retriever: str | None = None,
         reranker: str | None = None,
         options: GeneratorOptions | None = None,
+        as_of: dt.date | None = None,
     ) -> list[Hit]:
         """Ranked chunks to any depth, for evaluation (recall@100 needs more than a user does).
 
@@ -233,6 +260,7 @@ class Engine:
             retriever=retriever,
             reranker=reranker,
             options=options,
+            as_of=as_of,
         )
         return hits
 
@@ -246,6 +274,7 @@ class Engine:
         retriever: str | None,
         reranker: str | None,
         options: GeneratorOptions | None,
+        as_of: dt.date | None = None,
     ) -> tuple[list[Hit], Mask]:
         """`search`, and the mask of chunks it was allowed to return (None: all)."""
         question = check_question(question)
@@ -253,7 +282,10 @@ class Engine:
         allowed = self.facets.mask(filters or {})
         places = self.facets.detect_scope(question) if plan.places != "off" else {}
         scoped = self.facets.scope_mask(
-            {**(places if plan.places == "filter" else {}), **(scope or {})}
+            {
+                **(places if plan.places == "filter" else {}),
+                **self.facets.resolve_scope(scope or {}),
+            }
         )
         if scoped is not None:
             allowed = scoped if allowed is None else allowed & scoped
@@ -279,6 +311,7 @@ class Engine:
             ranked = _lift(
                 ranked, lambda row: defines(self.chunks[row].text, term), DEFINITION_BOOST
             )
+        ranked = self.versions.prefer(ranked, self._doc_of_row, as_of or dt.date.today())
         if plan.cap is not None:
             ranked = cap_per_group(ranked, lambda r: self.chunks[r[0]].doc_id, plan.cap, keep)
         if plan.mmr is not None:
@@ -386,6 +419,7 @@ class Engine:
         retriever: str | None,
         reranker: str | None,
         options: GeneratorOptions | None,
+        as_of: dt.date | None = None,
     ) -> tuple[Evidence, Mask]:
         """Retrieval as `ask` and `screen` both do it: the evidence the gate and the generator
         read, and the mask of chunks the search was allowed to return."""
@@ -397,6 +431,7 @@ class Engine:
             retriever=retriever,
             reranker=reranker,
             options=options,
+            as_of=as_of,
         )
         evidence = Evidence(
             question,
@@ -412,7 +447,7 @@ class Engine:
         self, question: str, scope: Scope | None, auto_scope: bool
     ) -> dict[str, list[str]]:
         """The scope to apply: the one given, plus places detected in the question if asked."""
-        merged = {k: list(v) if not isinstance(v, str) else [v] for k, v in (scope or {}).items()}
+        merged = self.facets.resolve_scope(scope or {})
         if auto_scope:
             for key, values in self.facets.detect_scope(question).items():
                 merged.setdefault(key, values)
@@ -440,6 +475,7 @@ class Engine:
         options: GeneratorOptions | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        as_of: dt.date | None = None,
     ) -> Answer:
         """Retrieve, gate, answer and audit.
 
@@ -461,6 +497,7 @@ class Engine:
             options=options,
             temperature=temperature,
             max_tokens=max_tokens,
+            as_of=as_of,
         ):
             if isinstance(event, Answer):
                 answer = event
@@ -481,6 +518,7 @@ class Engine:
         options: GeneratorOptions | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        as_of: dt.date | None = None,
     ) -> Iterator[list[Hit] | str | Answer]:
         """`ask` as it happens: the retrieved hits, then answer text pieces, then the Answer."""
         started = time.perf_counter()
@@ -499,6 +537,7 @@ class Engine:
             retriever=retriever,
             reranker=reranker,
             options=options,
+            as_of=as_of,
         )
         hits = list(evidence.hits)
         yield hits
@@ -548,17 +587,27 @@ class Engine:
                 error=error or f"{gen.name} returned no answer",
             )
             return
+        citations = () if result.refused else result.citations
         yield self._audited(
             replace(
                 base,
                 answer=REFUSAL if result.refused else result.text,
                 refused=result.refused,
-                citations=() if result.refused else result.citations,
+                citations=citations,
                 refused_by="generator" if result.refused else None,
                 prompt_version=result.prompt_version,
                 timings_ms=timings,
+                notes=self.version_notes(citations, as_of),
             )
         )
+
+    def version_notes(
+        self, citations: Sequence[Citation], as_of: dt.date | None = None
+    ) -> tuple[str, ...]:
+        """A line for each cited document that is not in force on `as_of` (today)."""
+        day = as_of or dt.date.today()
+        notes = (self.versions.note(doc, day) for doc in dict.fromkeys(c.doc_id for c in citations))
+        return tuple(n for n in notes if n)
 
     def _audited(self, answer: Answer) -> Answer:
         """The answer with its groundedness audit (claims, verdicts, citation check) attached."""

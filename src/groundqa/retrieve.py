@@ -5,10 +5,21 @@ top-k is taken), so a filter can never starve a result list the way filtering
 after top-k does. A filter on a key no chunk has, or a value no chunk carries,
 is an error that lists what exists: a typo must not read as "nothing found".
 
-A scope is a softer filter for places: a chunk passes when it matches the
-scope's value or does not carry that key at all, so national rules still apply
-to a question about one council area. Places can be detected in the question
-from a gazetteer built from the corpus's own metadata values.
+A scope says where the asker is, and applies the jurisdiction hierarchy: a
+document is judged by the most specific place it names. A local document (one
+with an `area`) applies only when its area is in scope, a state document (a
+`state` but no `area`) only when its state is, and a national document (neither)
+always. Naming an area brings in the state(s) it lies in, so a scope of one
+council area keeps that area's by-laws, its state's acts and the national law.
+Other scope keys are softer: a chunk passes when it matches or does not carry
+the key. Places can be detected in the question from a gazetteer built from the
+corpus's own metadata values; a place given explicitly that the corpus does not
+know is an error listing the closest names.
+
+Filter values match any of the values listed for a key; `{"all": [...]}` asks
+for chunks that carry every one of them (list-valued metadata such as
+`frameworks: [NGER, GHG Protocol]`). Nested metadata is addressed with dotted
+keys: `reporting: {scheme: NGER}` is the key `reporting.scheme`.
 """
 
 from __future__ import annotations
@@ -61,10 +72,43 @@ _GENERIC_PLACE_WORDS = frozenset(
 )
 
 
+# Nested metadata deeper than this is not indexed as facets (it is still stored).
+MAX_FACET_DEPTH = 4
+
+
 def _values(value: Any) -> list[str]:
     if isinstance(value, list | tuple | set):
         return [str(v).strip().casefold() for v in value]
     return [str(value).strip().casefold()]
+
+
+def flat_metadata(metadata: Mapping[str, Any], depth: int = 0) -> list[tuple[str, Any]]:
+    """(dotted key, value) for every leaf: `{reporting: {scheme: X}}` gives `reporting.scheme`."""
+    out: list[tuple[str, Any]] = []
+    for key, value in metadata.items():
+        if value is None:
+            continue
+        if isinstance(value, Mapping):
+            if depth + 1 < MAX_FACET_DEPTH:
+                out.extend((f"{key}.{k}", v) for k, v in flat_metadata(value, depth + 1))
+            continue
+        if isinstance(value, list | tuple | set):
+            value = [v for v in value if v is not None and not isinstance(v, Mapping | list)]
+        out.append((str(key), value))
+    return out
+
+
+def _wanted(key: str, wanted: Any) -> tuple[str, list[str]]:
+    """("any" | "all", values) from a filter value: a string, a list, or {"all"|"any": [...]}."""
+    if isinstance(wanted, Mapping):
+        modes = [m for m in ("any", "all") if m in wanted]
+        if len(modes) != 1 or len(wanted) != 1:
+            raise UsageError(
+                f'filter {key!r} takes a value, a list (any of), or {{"all": [...]}} / '
+                f'{{"any": [...]}}; got keys {sorted(wanted)}'
+            )
+        return modes[0], _values(wanted[modes[0]])
+    return "any", _values(wanted)
 
 
 class FacetIndex:
@@ -75,9 +119,7 @@ class FacetIndex:
         self._postings: dict[str, dict[str, list[int]]] = {}
         self._display: dict[str, dict[str, str]] = {}
         for i, chunk in enumerate(chunks):
-            for key, value in chunk.metadata.items():
-                if value is None or isinstance(value, dict):
-                    continue
+            for key, value in flat_metadata(chunk.metadata):
                 postings = self._postings.setdefault(key.casefold(), {})
                 display = self._display.setdefault(key.casefold(), {})
                 raw = value if isinstance(value, list | tuple | set) else [value]
@@ -106,13 +148,80 @@ class FacetIndex:
         return rows
 
     def scope_mask(self, scope: Mapping[str, Sequence[str]]) -> npt.NDArray[np.bool_] | None:
-        """Chunks that match each scoped key, or do not carry that key at all."""
+        """Chunks that apply where the scope says the asker is (see the module docstring).
+
+        Place keys follow the hierarchy: the most specific of `PLACE_KEYS` a chunk
+        carries decides, and it must be in scope. Other keys: match, or do not carry it.
+        """
         if not scope:
             return None
         allowed = np.ones(self.size, dtype=bool)
+        decided = np.zeros(self.size, dtype=bool)
+        has_places = any(key in scope for key in PLACE_KEYS)
+        for key in PLACE_KEYS if has_places else ():
+            carries = self.carries(key) & ~decided
+            allowed &= ~carries | self.rows(key, scope.get(key, ()))
+            decided |= carries
         for key, values in scope.items():
-            allowed &= self.rows(key, values) | ~self.carries(key)
+            if key not in PLACE_KEYS:
+                allowed &= self.rows(key, values) | ~self.carries(key)
         return allowed
+
+    def resolve_scope(self, scope: Mapping[str, str | Sequence[str]]) -> dict[str, list[str]]:
+        """A given scope checked against the corpus, with the states its areas lie in added.
+
+        A key no chunk carries, or a place the corpus does not know, is a UsageError
+        naming the closest known values: a typo must not quietly widen the scope.
+        """
+        resolved: dict[str, list[str]] = {}
+        for key, given in scope.items():
+            values = [given] if isinstance(given, str) else list(given)
+            postings = self._postings.get(key.casefold())
+            if postings is None:
+                known = ", ".join(self.keys()) or "none"
+                raise UsageError(f"unknown scope key {key!r}; this index has: {known}")
+            shown = []
+            for value in values:
+                folded = self._place(key, value.strip().casefold())
+                if folded not in postings:
+                    raise UsageError(f"no document has {key}={value!r}; {self._hint(key, folded)}")
+                shown.append(self._display[key.casefold()][folded])
+            resolved[key.casefold()] = shown
+        areas = resolved.get("area")
+        if areas and "state" not in resolved:
+            states = self._states_of(areas)
+            if states:
+                resolved["state"] = states
+        return resolved
+
+    def _place(self, key: str, folded: str) -> str:
+        """`folded`, or the one known value it names without generic words ("fennick")."""
+        postings = self._postings[key.casefold()]
+        if folded in postings:
+            return folded
+        named = [
+            v
+            for v in postings
+            if " ".join(w for w in _WORD.findall(v) if w not in _GENERIC_PLACE_WORDS) == folded
+        ]
+        return named[0] if len(named) == 1 else folded
+
+    def _hint(self, key: str, folded: str) -> str:
+        postings = self._postings[key.casefold()]
+        close = difflib.get_close_matches(folded, list(postings), n=3, cutoff=0.6)
+        if close:
+            return f"did you mean {', '.join(self._display[key.casefold()][c] for c in close)}?"
+        return f"known values: {', '.join(self.values(key)[:12])}"
+
+    def _states_of(self, areas: Sequence[str]) -> list[str]:
+        if "state" not in self._postings:
+            return []
+        in_area = self.rows("area", areas)
+        return sorted(
+            self._display["state"][v]
+            for v, ids in self._postings["state"].items()
+            if in_area[ids].any()
+        )
 
     def detect_scope(self, question: str, keys: Sequence[str] = PLACE_KEYS) -> dict[str, list[str]]:
         """Places named in the question, by metadata key, with the states that contain a named area.
@@ -130,19 +239,17 @@ class FacetIndex:
                 if any(f" {' '.join(form)} " in text for form in (words, core) if form):
                     found.setdefault(key, []).append(shown)
         areas = found.get("area")
-        if areas and "state" in self._postings and "state" not in found:
-            in_area = self.rows("area", areas)
-            states = sorted(
-                self._display["state"][v]
-                for v, ids in self._postings["state"].items()
-                if in_area[ids].any()
-            )
+        if areas and "state" not in found:
+            states = self._states_of(areas)
             if states:
                 found["state"] = states
         return found
 
-    def mask(self, filters: Mapping[str, str | Sequence[str]]) -> npt.NDArray[np.bool_] | None:
-        """Chunks matching every key (any of the values given for one key); None when no filter."""
+    def mask(self, filters: Mapping[str, Any]) -> npt.NDArray[np.bool_] | None:
+        """Chunks matching every key; None when no filter.
+
+        A key's value is one value, a list (any of them) or `{"all": [...]}` (every one).
+        """
         if not filters:
             return None
         allowed = np.ones(self.size, dtype=bool)
@@ -151,19 +258,14 @@ class FacetIndex:
             if postings is None:
                 known = ", ".join(self.keys()) or "none"
                 raise UsageError(f"unknown filter key {key!r}; this index has: {known}")
-            rows: list[int] = []
-            for value in _values(wanted):
+            mode, values = _wanted(key, wanted)
+            key_mask = np.zeros(self.size, dtype=bool) if mode == "any" else np.ones_like(allowed)
+            for value in values:
                 if value not in postings:
-                    close = difflib.get_close_matches(value, list(postings), n=3, cutoff=0.6)
-                    hint = (
-                        f"did you mean {', '.join(self._display[key.casefold()][c] for c in close)}?"
-                        if close
-                        else f"known values: {', '.join(self.values(key)[:12])}"
-                    )
-                    raise UsageError(f"no chunk has {key}={value!r}; {hint}")
-                rows.extend(postings[value])
-            key_mask = np.zeros(self.size, dtype=bool)
-            key_mask[rows] = True
+                    raise UsageError(f"no chunk has {key}={value!r}; {self._hint(key, value)}")
+                rows = np.zeros(self.size, dtype=bool)
+                rows[postings[value]] = True
+                key_mask = key_mask | rows if mode == "any" else key_mask & rows
             allowed &= key_mask
         return allowed
 

@@ -5,8 +5,9 @@ Every check turns documents into `Finding`s with a severity. BLOCK findings
 unreadable file) mean the corpus cannot be indexed as it is: ingest refuses to
 build and the current index stays as it was. REVIEW findings (`short-section`,
 `missing-title`, `welded-footnote`, `replacement-char`, `control-char`,
-`truncated-text`, `repeated-boilerplate`, `near-duplicate`) are reported and the
-corpus is still indexed.
+`truncated-text`, `repeated-boilerplate`, `near-duplicate`, `bad-date`,
+`unknown-successor`, `jurisdiction-incomplete`) are reported and the corpus is
+still indexed.
 
 What this stage refuses to do:
 
@@ -38,6 +39,7 @@ import numpy.typing as npt
 
 from groundqa.models import Document, Finding, Section, Severity
 from groundqa.text import split_paragraphs
+from groundqa.versions import version_findings
 
 __all__ = [
     "BOILERPLATE_MIN_CHARS",
@@ -836,8 +838,37 @@ def validate(
         *_footnote_findings(places),
         *_repeat_findings(places, repeats),
         *_near_duplicate_findings(places, repeats),
+        *version_findings(documents),
+        *_jurisdiction_findings(documents),
     ]
     return sorted(findings, key=_sort_key)
+
+
+# What a document of each jurisdiction level must name to be scoped correctly.
+_PLACE_NEEDED = {"local": ("state", "area"), "state": ("state",)}
+
+
+def _jurisdiction_findings(documents: Sequence[Document]) -> list[Finding]:
+    """REVIEW: a local document without its area (or a state one without its state) applies
+    to every asker in its state (or everywhere) once a scope is given."""
+    findings = []
+    for doc in documents:
+        level = str(doc.metadata.get("jurisdiction", "")).strip().casefold()
+        missing = [k for k in _PLACE_NEEDED.get(level, ()) if not doc.metadata.get(k)]
+        if missing:
+            findings.append(
+                Finding(
+                    severity="REVIEW",
+                    check="jurisdiction-incomplete",
+                    message=(
+                        f"jurisdiction is {level} but no {' or '.join(missing)} is given, so a "
+                        "scoped question treats it as applying more widely; add the metadata"
+                    ),
+                    source=doc.source,
+                    doc_id=doc.doc_id,
+                )
+            )
+    return findings
 
 
 def has_blocking(findings: Sequence[Finding]) -> bool:

@@ -52,6 +52,10 @@ class ProbeResult:
     grounded: bool | None
     gate_score: float
     latency_ms: float
+    # The answer holds answer_contains AND cites an expected section (None: not checkable).
+    cited_right: bool | None = None
+    # For a scoped probe that was answered: whether a citation lies outside the scope.
+    outside_scope: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -69,6 +73,8 @@ class ProbeResult:
             "answer_contains_ok": self.contains,
             "grounded": self.grounded,
             "latency_ms": round(self.latency_ms, 3),
+            "cited_right": self.cited_right,
+            "outside_scope": self.outside_scope,
         }
 
 
@@ -149,12 +155,15 @@ def evaluate_probes(
     answer_k: int = 5,
     generator: str = "extractive",
     options: GeneratorOptions | None = None,
+    use_scope: bool = True,
 ) -> EvalReport:
     """Rank, gate, answer and score every probe with one retriever (default: the index's).
 
     `generator` answers what the gate lets through; when it declines (the extractive
     reader finding no sentence, an LLM replying with the refusal sentence) the probe
-    counts as refused by the generator, apart from the gate's refusals.
+    counts as refused by the generator, apart from the gate's refusals. A probe's
+    `scope` is applied unless `use_scope` is False; either way an answer to a scoped
+    probe that cites a document outside its scope is counted (`cited_outside_scope`).
     """
     retriever = retriever or engine.default_retriever
     check_expected(engine, probes)
@@ -164,9 +173,15 @@ def evaluate_probes(
     results: list[ProbeResult] = []
     for probe in probes:
         t0 = time.perf_counter()
-        hits = engine.search(probe.question, depth=depth, retriever=retriever)
+        scope = probe.scope if use_scope else None
+        hits = engine.search(probe.question, depth=depth, retriever=retriever, scope=scope)
         answer = engine.ask(
-            probe.question, k=answer_k, retriever=retriever, generator=generator, options=options
+            probe.question,
+            k=answer_k,
+            retriever=retriever,
+            generator=generator,
+            options=options,
+            scope=scope,
         )
         latency = (time.perf_counter() - t0) * 1000
         expected = set(probe.expected)
@@ -177,6 +192,15 @@ def evaluate_probes(
             cited_ids = {c.chunk_id for c in answer.citations}
             cited = " ".join(h.chunk.text for h in answer.passages if h.chunk.chunk_id in cited_ids)
             grounded = bool(contains) and _contains(cited, probe.answer_contains)
+        cited_sections = {c.section_id for c in answer.citations}
+        cited_right = None
+        if probe.answer_contains and probe.expected:
+            cited_right = bool(contains) and bool(cited_sections & expected)
+        outside = None
+        if probe.scope and not answer.refused:
+            inside = engine.facets.scope_mask(engine.facets.resolve_scope(probe.scope))
+            rows = engine.rows_of(c.chunk_id for c in answer.citations)
+            outside = inside is not None and not all(inside[r] for r in rows)
         results.append(
             ProbeResult(
                 probe=probe,
@@ -191,6 +215,8 @@ def evaluate_probes(
                 grounded=grounded,
                 gate_score=answer.gate.score,
                 latency_ms=latency,
+                cited_right=cited_right,
+                outside_scope=outside,
             )
         )
     expected_docs = {c.section_id: c.doc_id for c in engine.chunks}
@@ -272,6 +298,13 @@ def summarise(
         metrics["answer_contains"] = mean(float(bool(r.contains)) for r in checked)
         metrics["answer_grounded"] = mean(float(bool(r.grounded)) for r in checked)
         counts["answer_checked"] = len(checked)
+    right = [r for r in results if r.cited_right is not None]
+    if right:
+        metrics["answer_cited_right"] = mean(float(bool(r.cited_right)) for r in right)
+    scoped = [r for r in results if r.outside_scope is not None]
+    if scoped:
+        metrics["cited_outside_scope"] = mean(float(bool(r.outside_scope)) for r in scoped)
+        counts["scoped_answered"] = len(scoped)
     latencies = [r.latency_ms for r in results]
     metrics["latency_ms_p50"] = _percentile(latencies, 50)
     metrics["latency_ms_p95"] = _percentile(latencies, 95)

@@ -2,14 +2,15 @@
 
 One JSON object per line (see DESIGN.md): `question` is required; `expected`
 (section ids), `kind` (answerable / out_of_scope / near_miss), `group`
-(paraphrase group) and `answer_contains` are optional. A malformed line is an
+(paraphrase group), `answer_contains` and `scope` (where the asker is, e.g.
+`{"area": "Fennick City"}`; see `retrieve`) are optional. A malformed line is an
 error naming its line number; nothing is skipped silently.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ class Probe:
     kind: str = "answerable"
     group: str | None = None
     answer_contains: tuple[str, ...] = ()
+    scope: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def answerable(self) -> bool:
@@ -39,6 +41,7 @@ class Probe:
             "kind": self.kind,
             "group": self.group,
             "answer_contains": list(self.answer_contains),
+            **({"scope": {k: list(v) for k, v in self.scope.items()}} if self.scope else {}),
         }
 
     @classmethod
@@ -58,6 +61,14 @@ class Probe:
         if kind != "answerable" and expected:
             raise ValueError(f"a {kind} probe cannot name expected sections")
         group = d.get("group")
+        scope = d.get("scope", {})
+        if not isinstance(scope, dict) or not all(
+            isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v))
+            for v in scope.values()
+        ):
+            raise ValueError(
+                '`scope` must map keys to a place or a list of places, e.g. {"area": "X"}'
+            )
         return cls(
             id=str(d.get("id", default_id)),
             question=question.strip(),
@@ -65,6 +76,7 @@ class Probe:
             kind=kind,
             group=str(group) if group is not None else None,
             answer_contains=tuple(contains),
+            scope={str(k): [v] if isinstance(v, str) else list(v) for k, v in scope.items()},
         )
 
 

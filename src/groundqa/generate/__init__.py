@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from groundqa.clauses import clause_ref
 from groundqa.errors import UsageError
 from groundqa.models import Citation, Hit
 from groundqa.text import PassageTerms
@@ -114,6 +115,16 @@ def get_generator(spec: str, options: GeneratorOptions | None = None) -> Generat
 
 def cite(n: int, hit: Hit, snippet: str) -> Citation:
     c = hit.chunk
+    heading = c.section_path[-1] if c.section_path else c.section_id.rpartition("#")[2]
+    clause = clause_ref(
+        doc_id=c.doc_id,
+        section_id=c.section_id,
+        heading=heading,
+        title=c.title,
+        text=c.text,
+        snippet=snippet,
+        metadata=c.metadata,
+    )
     return Citation(
         n=n,
         chunk_id=c.chunk_id,
@@ -124,6 +135,7 @@ def cite(n: int, hit: Hit, snippet: str) -> Citation:
         page=c.page,
         uri=c.uri,
         snippet=snippet,
+        clause=clause,
     )
 
 

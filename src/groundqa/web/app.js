@@ -9,6 +9,8 @@
 
 (() => {
   const FACET_ORDER = ["jurisdiction", "state", "area", "category"];
+  // Places are sent as the asker's scope: national rules still apply to a chosen council area.
+  const PLACE_KEYS = ["area", "state"];
   const TOKEN_KEY = "groundqa.token";
   const CHECK_NAMES = { gate: "the relevance gate", generator: "the answer generator" };
 
@@ -170,13 +172,17 @@
 
   function requestBody() {
     const filters = {};
+    const scope = {};
     for (const select of filtersBox.querySelectorAll("select")) {
-      if (select.value) filters[select.dataset.facet] = select.value;
+      if (!select.value) continue;
+      const key = select.dataset.facet;
+      (PLACE_KEYS.includes(key) ? scope : filters)[key] = select.value;
     }
     return {
       question: question.value.trim(),
       k: Number(kInput.value),
       filters,
+      scope,
       auto_location: autoLocation.checked,
     };
   }
@@ -323,6 +329,7 @@
       if (value === null || value === undefined || value === "") return;
       line.append(el("div", {}, el("dt", {}, term), el("dd", {}, value)));
     };
+    if (item.clause) add("clause", el("span", { class: "clause" }, item.clause));
     if (item.page !== null && item.page !== undefined) add("page", String(item.page));
     add("section id", el("code", { class: "section-id" }, item.section_id || ""));
     if (item.uri) {
@@ -529,6 +536,12 @@
     refusalBox.hidden = true;
     answerBox.hidden = false;
     answerBox.replaceChildren(el("h2", { class: "answer-heading" }, "Answer"), answerParagraph(data.answer || "", citations));
+    const notes = Array.isArray(data.notes) ? data.notes : [];
+    if (notes.length) {
+      answerBox.append(
+        el("ul", { class: "notes", dataset: { testid: "notes" } }, ...notes.map((n) => el("li", { class: "note" }, String(n)))),
+      );
+    }
 
     for (const c of citations) citationsBox.append(citationCard(c, byChunk.get(c.chunk_id)));
     citationsSection.hidden = citations.length === 0;
