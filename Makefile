@@ -29,6 +29,7 @@ demo: install
 	$(BIN)/groundqa ask "How many penalty units is the fine for late NEER lodgement?" --index $(DEMO)/regpack
 	$(BIN)/groundqa ask "What trunk circumference makes a tree protected in Fennick City?" --index $(DEMO)/regpack
 	$(BIN)/groundqa ask "How much native vegetation can be cleared?" --filter state=Westhaven --index $(DEMO)/regpack
+	$(BIN)/groundqa ask "What trunk circumference makes a tree protected?" --scope area=Ashcombe --index $(DEMO)/regpack
 	$(BIN)/groundqa ask "Who won the 1994 World Cup?" --index $(DEMO)/regpack --explain
 	@echo; echo "== gate calibration, cross-validated (--dry-run: the index keeps its gate)"
 	$(BIN)/groundqa calibrate --index $(DEMO)/regpack --probes examples/regpack.probes.jsonl --dry-run
