@@ -187,12 +187,7 @@ class FacetIndex:
                     raise UsageError(f"no document has {key}={value!r}; {self._hint(key, folded)}")
                 shown.append(self._display[key.casefold()][folded])
             resolved[key.casefold()] = shown
-        areas = resolved.get("area")
-        if areas and "state" not in resolved:
-            states = self._states_of(areas)
-            if states:
-                resolved["state"] = states
-        return resolved
+        return self._with_states(resolved)
 
     def _place(self, key: str, folded: str) -> str:
         """`folded`, or the one known value it names without generic words ("fennick")."""
@@ -213,15 +208,18 @@ class FacetIndex:
             return f"did you mean {', '.join(self._display[key.casefold()][c] for c in close)}?"
         return f"known values: {', '.join(self.values(key)[:12])}"
 
-    def _states_of(self, areas: Sequence[str]) -> list[str]:
-        if "state" not in self._postings:
-            return []
+    def _with_states(self, places: dict[str, list[str]]) -> dict[str, list[str]]:
+        """`places` plus the state(s) its areas lie in, unless it names a state itself."""
+        areas = places.get("area")
+        if not areas or "state" in places or "state" not in self._postings:
+            return places
         in_area = self.rows("area", areas)
-        return sorted(
+        states = sorted(
             self._display["state"][v]
             for v, ids in self._postings["state"].items()
             if in_area[ids].any()
         )
+        return {**places, "state": states} if states else places
 
     def detect_scope(self, question: str, keys: Sequence[str] = PLACE_KEYS) -> dict[str, list[str]]:
         """Places named in the question, by metadata key, with the states that contain a named area.
@@ -238,12 +236,7 @@ class FacetIndex:
                 core = [w for w in words if w not in _GENERIC_PLACE_WORDS] or words
                 if any(f" {' '.join(form)} " in text for form in (words, core) if form):
                     found.setdefault(key, []).append(shown)
-        areas = found.get("area")
-        if areas and "state" not in found:
-            states = self._states_of(areas)
-            if states:
-                found["state"] = states
-        return found
+        return self._with_states(found)
 
     def mask(self, filters: Mapping[str, Any]) -> npt.NDArray[np.bool_] | None:
         """Chunks matching every key; None when no filter.

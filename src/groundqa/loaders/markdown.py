@@ -51,14 +51,14 @@ def _heading(line: str) -> tuple[int, str] | None:
     return len(match.group(1)), text
 
 
-def _plain(value: Any) -> Any:
+def yaml_plain(value: Any) -> Any:
     """YAML values made JSON-safe: dates become ISO strings, keys become strings."""
     if isinstance(value, dt.date):  # datetime is a date too
         return value.isoformat()
     if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): yaml_plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [yaml_plain(v) for v in value]
     return value
 
 
@@ -104,7 +104,7 @@ def _front_matter(lines: list[str], path: Path) -> tuple[dict[str, Any], int, Fi
                 line=2,
             ),
         )
-    return _plain(data), end + 1, None
+    return yaml_plain(data), end + 1, None
 
 
 def parse_markdown(

@@ -19,7 +19,6 @@ be ignored quietly.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 import yaml
 
 from groundqa.loaders._common import block
+from groundqa.loaders.markdown import yaml_plain
 from groundqa.models import Document, Finding
 
 SIDECAR_SUFFIXES = (".meta.yaml", ".meta.yml")
@@ -38,16 +38,6 @@ def is_metadata_file(path: Path) -> bool:
     """True for sidecars and folder defaults, which describe documents rather than hold them."""
     name = path.name.lower()
     return name in FOLDER_FILES or name.endswith(SIDECAR_SUFFIXES)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 class _Reader:
@@ -74,7 +64,7 @@ class _Reader:
             )
         else:
             if isinstance(loaded, Mapping):
-                data = _plain(loaded)
+                data = yaml_plain(loaded)
             elif loaded is not None:
                 self.findings.append(
                     block(
