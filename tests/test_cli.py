@@ -119,6 +119,19 @@ def test_chat_keeps_the_index_and_takes_commands(built: Path) -> None:
     assert "k needs a number" in proc.stderr
 
 
+def test_chat_takes_a_scope_and_rejects_an_unknown_place(built: Path) -> None:
+    script = (
+        ":scope area=Ashcombe\nWhat trunk circumference makes a tree protected?\n"
+        ":scope area=Ashcomb Shyre\n:clear\n:filters\n:quit\n"
+    )
+    proc = run("chat", "--index", built, stdin=script)
+    assert proc.returncode == 0, proc.stderr
+    assert "scope = {'area': ['Ashcombe Shire'], 'state': ['Westhaven']}" in proc.stdout
+    assert "1.5 metres" in proc.stdout and "cl.1.1" in proc.stdout
+    assert "did you mean Ashcombe Shire?" in proc.stderr
+    assert "filters = {}; scope = {}" in proc.stdout
+
+
 def test_missing_index_and_older_index(tmp_path: Path) -> None:
     missing = run("ask", "q?", "--index", tmp_path / "none")
     assert missing.returncode == 1 and "groundqa ingest" in one_error_line(missing)

@@ -547,7 +547,8 @@ def ask(
         sys.exit(1)
 
 
-CHAT_HELP = """commands: :k N (passages to retrieve)  :filter KEY=VALUE  :filters (show)  :clear (filters)
+CHAT_HELP = """commands: :k N (passages to retrieve)  :filter KEY=VALUE  :scope KEY=PLACE (where you are)
+          :filters (show filters and scope)  :clear (filters and scope)
           :passages (toggle listing passages)  :help  :quit"""
 
 
@@ -584,6 +585,7 @@ def chat(
         check_k(k)
     options = _options(generator_url, timeout)
     filters: dict[str, list[str]] = {}
+    scope: dict[str, list[str]] = {}
     show_passages = False
     interactive = sys.stdin.isatty()
     out.print(
@@ -613,11 +615,16 @@ def chat(
                         )  # reject a typo now, not at the next question
                         filters.setdefault(key, []).extend(value)
                     out.print(f"filters = {filters}")
+                elif cmd == "scope":
+                    wanted = {**scope, **_parse_filters([arg], ":scope")}
+                    scope = engine.facets.resolve_scope(wanted)  # a typo fails now
+                    out.print(f"scope = {scope}")
                 elif cmd == "filters":
-                    out.print(f"filters = {filters}")
+                    out.print(f"filters = {filters}; scope = {scope}")
                 elif cmd == "clear":
                     filters.clear()
-                    out.print("filters cleared")
+                    scope = {}
+                    out.print("filters and scope cleared")
                 elif cmd == "passages":
                     show_passages = not show_passages
                     out.print(f"passages {'on' if show_passages else 'off'}")
@@ -633,6 +640,7 @@ def chat(
                 line,
                 k=k,
                 filters=filters,
+                scope=scope,
                 retriever=retriever,
                 generator=generator,
                 options=options,
