@@ -360,3 +360,24 @@ def test_two_thousand_pages_load_with_every_page(tmp_path: Path) -> None:
         assert match is not None and int(match.group(1)) == chunk.page, chunk.text[:80]
     assert chunks[0].page == 1 and "Entry 2000 ends" in chunks[-1].text
     assert [c.page for c in chunks] == sorted(c.page or 0 for c in chunks)
+
+
+def test_an_answer_from_a_pdf_cites_page_clause_and_deep_link(tmp_path: Path) -> None:
+    pdfs = tmp_path / "pdfs"
+    pdfs.mkdir()
+    rendered = render_file(REGPACK / "local_fennick_tree_protection.md", pdfs, outline=True)
+    (pdfs / f"{rendered.path.name}.meta.yaml").write_text(
+        "jurisdiction: local\nstate: Northmere\narea: Fennick City\n"
+    )
+    ingest([pdfs], tmp_path / "idx", dense=None)
+    engine = Engine.open(tmp_path / "idx")
+    answer = engine.ask(
+        "What trunk circumference makes a tree protected?", scope={"area": "Fennick"}
+    )
+    assert not answer.refused and answer.citations, answer.gate.reason
+    first = answer.citations[0]
+    assert first.clause == "cl.1.1" and "1.0 metre" in answer.answer
+    assert first.page == rendered.page_at(first.snippet[:40])
+    assert first.uri.endswith(f"{rendered.path.name}#page={first.page}")
+    assert first.section.startswith("Fennick City Council Tree Protection By-law 2022 > ")
+    assert answer.passages[0].chunk.metadata["area"] == "Fennick City"
