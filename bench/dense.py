@@ -65,13 +65,14 @@ def _dir_mb(path: Path) -> float:
 
 
 def _peak_memory_mb(index: Path, queries: list[str], retriever: str) -> float:
-    """Peak RSS of a fresh process that opens the index and runs the queries (it reports
-    its own `ru_maxrss`, so no other child of this benchmark can count)."""
+    """Peak RSS of a fresh process that opens the index and runs the queries: its own
+    VmHWM. Not `ru_maxrss`, which on Linux a child inherits from the parent it was forked
+    from, so it would report this benchmark's own peak after embedding SciFact."""
     code = (
-        "import sys, json, resource; from groundqa.engine import Engine\n"
+        "import sys, json; from groundqa.engine import Engine\n"
         "e = Engine.open(sys.argv[1]); qs = json.loads(sys.stdin.read())\n"
         "[e.search(q, depth=100, retriever=sys.argv[2]) for q in qs]\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code, str(index), retriever],
