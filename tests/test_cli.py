@@ -75,6 +75,22 @@ def test_ask_with_filter_and_bad_filter(built: Path) -> None:
     bad = run("ask", "trees", "--index", built, "--filter", "colour=red")
     assert bad.returncode == 2
     assert "unknown filter key 'colour'" in one_error_line(bad)
+    # A key given twice keeps both values (any of them).
+    both = run(
+        "ask",
+        "clearing permit",
+        "--index",
+        built,
+        "--json",
+        "--k",
+        "10",
+        "--filter",
+        "state=Westhaven",
+        "--filter",
+        "state=Northmere",
+    )
+    states = {p["metadata"]["state"] for p in json.loads(both.stdout)["passages"]}
+    assert states == {"Westhaven", "Northmere"}
 
 
 def test_ingest_again_is_a_no_op(built: Path) -> None:
