@@ -16,6 +16,7 @@ from groundqa.engine import Engine
 from groundqa.errors import UsageError, ValidationBlocked
 from groundqa.ingestion import ingest
 from groundqa.loaders import load
+from groundqa.retrieve import PLACE_BOOST
 from groundqa.validate import validate
 
 DOCS = {
@@ -111,6 +112,20 @@ def test_an_area_scope_applies_national_state_and_local_rules_of_that_place_only
 def test_a_state_scope_keeps_that_states_rules_and_no_local_ones(engine: Engine) -> None:
     hits = engine.search(QUESTION, depth=20, scope={"state": "Belmarsh"})
     assert _docs(hits) == {"federal_burning.md", "state_b_burning.md"}
+
+
+def test_with_places_boost_a_scope_lifts_its_places_and_filters_nothing(engine: Engine) -> None:
+    plain = engine.search(QUESTION, depth=20, retriever="bm25")
+    boosted = engine.search(
+        QUESTION, depth=20, retriever="bm25+places=boost", scope={"area": "Dunmore City"}
+    )
+    assert _docs(boosted) == _docs(plain) == set(DOCS)
+    lifted = {"local_b1_burning.md", "state_b_burning.md"}
+    scores = {h.chunk.doc_id: h.score for h in plain}
+    for h in boosted:
+        factor = 1 + PLACE_BOOST if h.chunk.doc_id in lifted else 1.0
+        assert h.score == pytest.approx(scores[h.chunk.doc_id] * factor)
+    assert boosted[0].chunk.doc_id in lifted
 
 
 def test_several_areas_at_once(engine: Engine) -> None:

@@ -281,12 +281,12 @@ class Engine:
         plan = check_retriever(retriever or self.default_retriever, self.retrievers)
         allowed = self.facets.mask(filters or {})
         places = self.facets.detect_scope(question) if plan.places != "off" else {}
-        scoped = self.facets.scope_mask(
-            {
-                **(places if plan.places == "filter" else {}),
-                **self.facets.resolve_scope(scope or {}),
-            }
-        )
+        given = self.facets.resolve_scope(scope or {})
+        if plan.places == "boost":
+            # Boost mode: the places (named in the question or given) rank first, and
+            # nothing is filtered out.
+            places, given = {**places, **given}, {}
+        scoped = self.facets.scope_mask({**(places if plan.places == "filter" else {}), **given})
         if scoped is not None:
             allowed = scoped if allowed is None else allowed & scoped
         query = expand_query(question, self.acronyms) if plan.acronyms else question

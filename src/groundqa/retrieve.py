@@ -291,7 +291,8 @@ class Plan:
                                        measured, it costs nDCG on SciFact and the example corpus)
         +defs                          a definition question ("What is a X?") lifts passages
                                        that define X (see `definitions`)
-        +places=filter | +places=boost gazetteer: places named in the question
+        +places=filter | +places=boost gazetteer: places named in the question (with boost,
+                                       a given scope too) filter, or rank first
         +cap=N                         at most N chunks from one document
         +mmr=L                         maximal marginal relevance, L in [0, 1] (needs vectors)
     """
