@@ -100,6 +100,7 @@ class Versions:
                 successor_known=resolved is not None,
             )
         self.active = any(v.successor or v.until or v.effective for v in self._versions.values())
+        self._families = self._linked()
 
     def get(self, doc_id: str) -> Version | None:
         return self._versions.get(doc_id)
@@ -128,19 +129,29 @@ class Versions:
 
     def family(self, doc_id: str) -> list[str]:
         """The documents linked to `doc_id` by `superseded_by`, either way, itself included."""
+        return list(self._families.get(doc_id, (doc_id,)))
+
+    def _linked(self) -> dict[str, tuple[str, ...]]:
+        """Each linked document's family, found once: versions do not change after loading."""
         links: dict[str, set[str]] = {}
         for v in self._versions.values():
             if v.successor_known and v.successor is not None:
                 links.setdefault(v.doc_id, set()).add(v.successor)
                 links.setdefault(v.successor, set()).add(v.doc_id)
-        seen = {doc_id}
-        todo = [doc_id]
-        while todo:
-            for other in links.get(todo.pop(), ()):
-                if other not in seen:
-                    seen.add(other)
-                    todo.append(other)
-        return sorted(seen)
+        families: dict[str, tuple[str, ...]] = {}
+        for start in links:
+            if start in families:
+                continue
+            seen = {start}
+            todo = [start]
+            while todo:
+                for other in links[todo.pop()]:
+                    if other not in seen:
+                        seen.add(other)
+                        todo.append(other)
+            members = tuple(sorted(seen))
+            families.update(dict.fromkeys(members, members))
+        return families
 
     def in_force_of(self, doc_id: str, as_of: dt.date) -> str | None:
         """The member of `doc_id`'s family in force on `as_of`, if exactly one is."""
