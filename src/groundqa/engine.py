@@ -165,10 +165,6 @@ class Engine:
         return hashlib.sha256(settings.encode("utf-8")).hexdigest()[:12]
 
     @cached_property
-    def _by_chunk(self) -> dict[str, Chunk]:
-        return {c.chunk_id: c for c in self._loaded.chunks}
-
-    @cached_property
     def _by_doc(self) -> dict[str, list[Chunk]]:
         docs: dict[str, list[Chunk]] = {}
         for c in self._loaded.chunks:
@@ -176,7 +172,8 @@ class Engine:
         return docs
 
     def chunk(self, chunk_id: str) -> Chunk | None:
-        return self._by_chunk.get(chunk_id)
+        row = self._row_of.get(chunk_id)
+        return None if row is None else self._loaded.chunks[row]
 
     @cached_property
     def versions(self) -> Versions:
