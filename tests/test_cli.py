@@ -364,3 +364,13 @@ def test_ingest_without_vectors_and_with_a_wrong_embedder(tmp_path: Path) -> Non
     )
     assert proc.returncode == 1
     assert "cannot reach ollama at http://127.0.0.1:9/api/embed" in one_error_line(proc)
+
+
+def test_eval_applies_each_probes_scope_unless_told_not_to(built: Path) -> None:
+    probes = REGPACK.parent / "regpack.scoped.probes.jsonl"
+    common = ("eval", "--index", built, "--probes", probes, "--retrievers", "bm25", "--json")
+    scoped = json.loads(run(*common).stdout)
+    ignored = json.loads(run(*common, "--ignore-scope").stdout)
+    metric = "cited_outside_scope"
+    assert scoped["metrics"]["bm25"][metric] == 0.0
+    assert ignored["metrics"]["bm25"][metric] > 0.0

@@ -775,6 +775,11 @@ def _parse_ks(value: str) -> list[int]:
     help="Generator that answers the probes the gate lets through (its refusals are counted apart).",
 )
 @click.option("--generator-url", default=None, help="Base URL of the generator's server.")
+@click.option(
+    "--ignore-scope",
+    is_flag=True,
+    help="Ask every probe without its `scope` (answers citing outside it are still counted).",
+)
 @click.option("--json", "as_json", is_flag=True)
 def evaluate(
     index_dir: str | None,
@@ -787,6 +792,7 @@ def evaluate(
     report_dir: str | None,
     generator: str,
     generator_url: str | None,
+    ignore_scope: bool,
     as_json: bool,
 ) -> None:
     """Measure retrieval, refusals and answers on a probe set or a BEIR benchmark."""
@@ -808,6 +814,7 @@ def evaluate(
             as_json,
             generator=generator,
             options=_options(generator_url, 60.0),
+            use_scope=not ignore_scope,
         )
     else:
         raise UsageError("eval needs --index DIR --probes FILE, or --beir DIR")
@@ -855,6 +862,7 @@ def _eval_probes(
     *,
     generator: str,
     options: Any,
+    use_scope: bool = True,
 ) -> None:
     from groundqa.engine import Engine
     from groundqa.evaluate import evaluate_probes, load_probes
@@ -864,7 +872,15 @@ def _eval_probes(
     engine = Engine.open(index_dir)
     names = names or engine.compared_retrievers
     reports = [
-        evaluate_probes(engine, probes, ks=ks, retriever=name, generator=generator, options=options)
+        evaluate_probes(
+            engine,
+            probes,
+            ks=ks,
+            retriever=name,
+            generator=generator,
+            options=options,
+            use_scope=use_scope,
+        )
         for name in names
     ]
     in_sample = engine.gate.calibrated and engine.gate.info.get(
