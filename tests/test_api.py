@@ -165,7 +165,7 @@ def test_health_describes_the_index_cache_auth_and_facets(open_url: str, engine:
     assert data["status"] == "ok" and data["version"] == __version__
     m = engine.manifest
     assert data["index"] == {
-        "dir": str(engine.index_dir),
+        "dir": engine.location,
         "build_id": m.build_id,
         "fingerprint": m.fingerprint,
         "created_at": m.created_at,

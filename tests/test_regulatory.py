@@ -350,7 +350,7 @@ def test_citations_carry_the_clause_through_the_engine(engine: Engine) -> None:
 
 def test_cli_scope_filter_all_and_as_of(engine: Engine) -> None:
     runner = CliRunner()
-    index = str(engine.index_dir)
+    index = engine.location
     result = runner.invoke(
         main, ["ask", QUESTION, "--index", index, "--scope", "area=Dunmore", "--json"]
     )

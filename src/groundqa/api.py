@@ -652,7 +652,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             "status": "ok",
             "version": __version__,
             "index": {
-                "dir": str(engine.index_dir),
+                "dir": engine.location,
                 "build_id": m.build_id,
                 "fingerprint": m.fingerprint,
                 "created_at": m.created_at,

@@ -40,8 +40,9 @@ from groundqa.generate import (
 )
 from groundqa.generate.extractive import ExtractiveGenerator
 from groundqa.generate.presets import preset_for
-from groundqa.index import LoadedIndex, load_index, top_k
+from groundqa.index.base import Store, bm25_idf
 from groundqa.index.dense import check_embedder
+from groundqa.index.open import open_store
 from groundqa.index.store import Manifest
 from groundqa.models import REFUSAL, Answer, Chunk, Citation, Hit
 from groundqa.rerank import Reranker, get_reranker
@@ -74,37 +75,38 @@ class Engine:
 
     def __init__(
         self,
-        loaded: LoadedIndex,
+        store: Store,
         analyzer: Analyzer,
         embedder_options: EmbedderOptions | None = None,
     ) -> None:
-        self._loaded = loaded
+        self.store = store
         self.analyzer = analyzer
         self.embedder_options = embedder_options or EmbedderOptions()
         self._embedder: Embedder | None = None
         self._last_query = threading.local()
-        self.gate: Gate = gate_for(loaded.manifest.gate, loaded.manifest.fingerprint)
+        self.gate: Gate = gate_for(store.manifest.gate, store.manifest.fingerprint)
         self.reader = ExtractiveGenerator()
         self.passage_text = PassageTerms(analyzer)
         self._generators: dict[tuple[str, GeneratorOptions], Generator] = {}
         self._rerankers: dict[tuple[str, GeneratorOptions], Reranker | None] = {}
 
     @classmethod
-    def open(cls, index_dir: str | Path, embedder_options: EmbedderOptions | None = None) -> Engine:
-        """Open the current build; `embedder_options` reach a remote query embedder."""
+    def open(cls, location: str | Path, embedder_options: EmbedderOptions | None = None) -> Engine:
+        """Open the current build of an index directory or a `postgresql://` store;
+        `embedder_options` reach a remote query embedder."""
         analyzer = Analyzer()
-        return cls(load_index(Path(index_dir), analyzer), analyzer, embedder_options)
+        return cls(open_store(location, analyzer), analyzer, embedder_options)
 
     @property
     def retrievers(self) -> tuple[str, ...]:
         """The retrieval methods this index can serve."""
-        return ("bm25", "dense", "hybrid") if self._loaded.vectors is not None else ("bm25",)
+        return ("bm25", "dense", "hybrid") if self.store.has_vectors else ("bm25",)
 
     @property
     def default_retriever(self) -> str:
         """The plan used when none is named: hybrid where the index has vectors, else bm25
         (`retrieve.DEFAULT_DENSE_PLAN`; see the README's retrieval tables)."""
-        return DEFAULT_DENSE_PLAN if self._loaded.vectors is not None else DEFAULT_LEXICAL_PLAN
+        return DEFAULT_DENSE_PLAN if self.store.has_vectors else DEFAULT_LEXICAL_PLAN
 
     @property
     def compared_retrievers(self) -> list[str]:
@@ -114,11 +116,11 @@ class Engine:
     @property
     def acronyms(self) -> dict[str, str]:
         """Acronyms the corpus defines ("Full Name (ABBR)"), mined at ingest."""
-        return self._loaded.acronyms
+        return self.store.acronyms
 
     def query_embedder(self) -> Embedder:
         """The embedder the index was built with, loaded on first use."""
-        dense = self._loaded.manifest.dense
+        dense = self.store.manifest.dense
         if self._embedder is None:
             self._embedder = get_embedder(str(dense["embedder"]), self.embedder_options)
         return self._embedder
@@ -132,26 +134,27 @@ class Engine:
             return cached
         embedder = self.query_embedder()
         vector = embedder.embed([text])
-        check_embedder(self._loaded.manifest.dense, embedder, vector)
+        check_embedder(self.store.manifest.dense, embedder, vector)
         row: Matrix = vector[0]
         self._last_query.value = (text, row)
         return row
 
     @property
-    def index_dir(self) -> Path:
-        return self._loaded.index_dir
+    def location(self) -> str:
+        """The index directory, or the store's URL without its password."""
+        return self.store.location
 
     @property
     def manifest(self) -> Manifest:
-        return self._loaded.manifest
+        return self.store.manifest
 
     @property
-    def chunks(self) -> list[Chunk]:
-        return self._loaded.chunks
+    def chunks(self) -> Sequence[Chunk]:
+        return self.store.chunks
 
     @cached_property
     def facets(self) -> FacetIndex:
-        return FacetIndex(self._loaded.chunks)
+        return FacetIndex(self.store.chunks)
 
     @property
     def fingerprint(self) -> str:
@@ -167,26 +170,26 @@ class Engine:
     @cached_property
     def _by_doc(self) -> dict[str, list[Chunk]]:
         docs: dict[str, list[Chunk]] = {}
-        for c in self._loaded.chunks:
+        for c in self.store.chunks:
             docs.setdefault(c.doc_id, []).append(c)
         return docs
 
     def chunk(self, chunk_id: str) -> Chunk | None:
         row = self._row_of.get(chunk_id)
-        return None if row is None else self._loaded.chunks[row]
+        return None if row is None else self.store.chunks[row]
 
     @cached_property
     def versions(self) -> Versions:
         """Each document's effective dates and successor (see `versions`)."""
-        return Versions.of_chunks(self._loaded.chunks)
+        return Versions.of_chunks(self.store.chunks)
 
     @cached_property
     def _doc_of_row(self) -> list[str]:
-        return [c.doc_id for c in self._loaded.chunks]
+        return [c.doc_id for c in self.store.chunks]
 
     @cached_property
     def _row_of(self) -> dict[str, int]:
-        return {c.chunk_id: i for i, c in enumerate(self._loaded.chunks)}
+        return {c.chunk_id: i for i, c in enumerate(self.store.chunks)}
 
     def rows_of(self, chunk_ids: Iterable[str]) -> list[int]:
         """Row numbers (positions in `chunks`) of the known chunk ids given."""
@@ -198,7 +201,9 @@ class Engine:
 
     def weights(self, question: str) -> dict[str, float]:
         """Each topic term of the question with its idf in this index."""
-        return {t: self._loaded.lexical.idf(t) for t in self.analyzer.query_terms(question)}
+        terms = self.analyzer.query_terms(question)
+        n = self.store.num_docs
+        return {t: bm25_idf(df, n) for t, df in self.store.document_frequencies(terms).items()}
 
     @cached_property
     def section_path(self) -> bool:
@@ -328,31 +333,22 @@ class Engine:
 
     def _rank(self, plan: Plan, query: str, pool: int, allowed: Mask) -> list[tuple[int, float]]:
         """Row indices and scores, best first, for the plan's method."""
-        lexical: list[tuple[int, float]] = []
-        dense: list[tuple[int, float]] = []
-        if plan.method in ("bm25", "hybrid"):
-            scores = self._loaded.lexical.scores(self.analyzer.terms(query))
-            lexical = top_k(scores, pool, allowed)
-        if plan.method in ("dense", "hybrid"):
-            assert self._loaded.vectors is not None  # check_retriever saw vectors
-            dense = self._loaded.vectors.search(self.embed_query(query), pool, allowed)
         if plan.method == "bm25":
-            return lexical
+            return self.store.lexical_search(self.analyzer.terms(query), pool, allowed)
+        vector = self.embed_query(query)
         if plan.method == "dense":
-            return dense
-        fused = plan.fusion.apply(
-            [[(str(i), s) for i, s in lexical], [(str(i), s) for i, s in dense]]
+            return self.store.vector_search(vector, pool, allowed)
+        return self.store.hybrid_search(
+            self.analyzer.terms(query), vector, pool, allowed, plan.fusion
         )
-        return [(int(key), score) for key, score in fused]
 
     def _mmr(self, ranked: list[tuple[int, float]], lam: float, k: int) -> list[tuple[int, float]]:
         """Maximal marginal relevance over the candidates' own vectors."""
-        if self._loaded.vectors is None:
+        if not self.store.has_vectors:
             raise UsageError("+mmr needs vectors and this index has none; use +cap=N instead")
         if not ranked:
             return ranked
-        rows = [row for row, _ in ranked]
-        vectors = self._loaded.vectors.vectors[rows]
+        vectors = self.store.vectors_of([row for row, _ in ranked])
         relevance = np.asarray([score for _, score in ranked], dtype=np.float64)
         span = relevance.max() - relevance.min()
         relevance = (relevance - relevance.min()) / span if span > 0 else np.ones_like(relevance)
@@ -367,18 +363,21 @@ class Engine:
         if not evidence.hits:
             return {}
         question = evidence.question
-        lexical = self._loaded.lexical
         terms = self.analyzer.terms(question)
-        ranked = top_k(lexical.scores(terms), SIGNAL_DEPTH, allowed)
-        known = [t for t in dict.fromkeys(terms) if lexical.df(t) > 0]
+        ranked = self.store.lexical_search(terms, SIGNAL_DEPTH, allowed)
+        df = self.store.document_frequencies(set(terms) | set(evidence.weights))
+        n = self.store.num_docs
+        known = [t for t in dict.fromkeys(terms) if df[t] > 0]
         k1 = float(self.manifest.lexical.get("k1", 1.5))
-        ceiling = sum(lexical.idf(t) for t in known) * (k1 + 1) * (1 + lexical.heading_weight)
+        ceiling = (
+            sum(bm25_idf(df[t], n) for t in known) * (k1 + 1) * (1 + self.store.heading_weight)
+        )
         dense = None
-        if self._loaded.vectors is not None:
-            dense = self._loaded.vectors.search(self.embed_query(question), SIGNAL_DEPTH, allowed)
+        if self.store.has_vectors:
+            dense = self.store.vector_search(self.embed_query(question), SIGNAL_DEPTH, allowed)
         return features(
             evidence.weights,
-            {t for t in evidence.weights if lexical.df(t) == 0},
+            {t for t in evidence.weights if df[t] == 0},
             [self._passage_terms(h) for h in evidence.hits],
             ranked,
             ceiling,

@@ -8,18 +8,19 @@ current (see `index.store`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from groundqa.acronyms import mine_acronyms
 from groundqa.chunking import ChunkerSettings, chunk_documents
-from groundqa.embed import EmbedderOptions, get_embedder
+from groundqa.embed import Embedder, EmbedderOptions, get_embedder
 from groundqa.errors import EmptyCorpusError, GroundqaError, Interrupted, ValidationBlocked
 from groundqa.gate import DEFAULT_GATE
 from groundqa.index import (
@@ -31,9 +32,10 @@ from groundqa.index import (
     write_chunks,
 )
 from groundqa.index.dense import DenseSettings, VectorIndex, describe
+from groundqa.index.open import is_store_url
 from groundqa.index.store import build_lock, current_build, new_build_id, read_manifest, write_build
 from groundqa.loaders import load
-from groundqa.models import Document, Finding
+from groundqa.models import Chunk, Document, Finding
 from groundqa.text import Analyzer
 from groundqa.validate import has_blocking, validate
 
@@ -120,13 +122,6 @@ def _settings_fingerprint(parts: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def _current_manifest(index_dir: Path) -> Manifest | None:
-    try:
-        return read_manifest(current_build(index_dir))
-    except GroundqaError:
-        return None
-
-
 def ingest(
     sources: Sequence[str | Path],
     index_dir: str | Path,
@@ -148,7 +143,11 @@ def ingest(
     """
     chunker = chunker or ChunkerSettings()
     reporter = reporter or NullReporter()
-    index_path = Path(index_dir)
+    if is_store_url(index_dir):
+        target: Target = _postgres_target(str(index_dir))
+    else:
+        target = DirectoryTarget(Path(index_dir))
+    index_path = target.location
     started = time.perf_counter()
     timings: dict[str, float] = {}
     try:
@@ -182,11 +181,11 @@ def ingest(
         fingerprint = corpus_fingerprint(documents)
         build_fingerprint = _settings_fingerprint({"corpus": fingerprint, **settings})
         severity_counts = Counter(f.severity for f in findings)
-        with build_lock(index_path):
-            previous = _current_manifest(index_path)
+        with target.lock():
+            previous = target.current_manifest()
             if previous and previous.fingerprint == build_fingerprint and not force:
                 return IngestReport(
-                    index_dir=str(index_path),
+                    index_dir=index_path,
                     build_id=previous.build_id,
                     changed=False,
                     counts=previous.counts,
@@ -206,35 +205,9 @@ def ingest(
                 "chunks": len(chunks),
             }
 
-            # Without the section path it reaches neither the body, the breadcrumb field
-            # (which then holds the title) nor the vectors; chunks keep it for citations.
-            with_path = chunker.section_path
-
-            def write(tmp: Path) -> Manifest:
-                t_index = time.perf_counter()
-                reporter.stage("indexing (bm25)", total=len(chunks))
-                lexical = LexicalIndex.build(
-                    [c.index_text(with_path) for c in chunks],
-                    analyzer,
-                    bm25,
-                    [c.breadcrumb if with_path else c.title for c in chunks],
-                )
-                lexical.save(tmp / BM25_DIR)
-                reporter.advance(len(chunks))
-                write_chunks(tmp, chunks)
-                write_acronyms(tmp, mine_acronyms(c.text for c in chunks))
-                timings["index"] = time.perf_counter() - t_index
-                dense_entry: dict[str, Any] = {}
-                if dense is not None and embedder is not None:
-                    t_embed = time.perf_counter()
-                    reporter.stage(f"embedding ({embedder.name})", total=len(chunks))
-                    texts = [c.index_text(with_path) for c in chunks]
-                    vectors = embedder.embed(texts, reporter.advance)
-                    VectorIndex.build(vectors, dense).save(tmp)
-                    dense_entry = describe(embedder, int(vectors.shape[1]), dense)
-                    timings["embed"] = time.perf_counter() - t_embed
+            def make_manifest(build_id: str, dense_entry: dict[str, Any]) -> Manifest:
                 return Manifest(
-                    build_id=new_build_id(),
+                    build_id=build_id or new_build_id(),
                     created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     corpus={
                         "fingerprint": fingerprint,
@@ -253,15 +226,31 @@ def ingest(
                 )
 
             t = time.perf_counter()
-            reporter.stage("writing")
-            manifest = write_build(index_path, write)
-            timings["write"] = time.perf_counter() - t
+            manifest = target.write(
+                BuildInput(
+                    chunks=chunks,
+                    documents=documents,
+                    analyzer=analyzer,
+                    bm25=bm25,
+                    dense=dense,
+                    embedder=embedder,
+                    # Without the section path it reaches neither the body, the breadcrumb
+                    # field (which then holds the title) nor the vectors; chunks keep it.
+                    with_path=chunker.section_path,
+                    make_manifest=make_manifest,
+                    timings=timings,
+                ),
+                reporter,
+            )
+            timings["write"] = (
+                time.perf_counter() - t - sum(timings.get(k, 0.0) for k in ("index", "embed"))
+            )
     except KeyboardInterrupt:
         raise Interrupted(
             f"ingest interrupted; the previous index at {index_path} (if any) is unchanged"
         ) from None
     return IngestReport(
-        index_dir=str(index_path),
+        index_dir=index_path,
         build_id=manifest.build_id,
         changed=True,
         counts=counts,
@@ -270,6 +259,143 @@ def ingest(
         timings_s=timings,
         gate_note=gate_note,
     )
+
+
+@dataclass(frozen=True)
+class BuildInput:
+    """What a store needs to write one build."""
+
+    chunks: Sequence[Chunk]
+    documents: Sequence[Document]
+    analyzer: Analyzer
+    bm25: BM25Settings
+    dense: DenseSettings | None
+    embedder: Embedder | None
+    with_path: bool
+    make_manifest: Callable[[str, dict[str, Any]], Manifest]  # (build id or "", dense entry)
+    timings: dict[str, float]
+
+    def index_texts(self) -> list[str]:
+        return [c.index_text(self.with_path) for c in self.chunks]
+
+
+class Target(Protocol):
+    """Where an ingest writes: `lock` first, then read the current manifest and write."""
+
+    @property
+    def location(self) -> str: ...
+
+    def lock(self) -> contextlib.AbstractContextManager[None]: ...
+
+    def current_manifest(self) -> Manifest | None: ...
+
+    def write(self, build: BuildInput, reporter: Reporter) -> Manifest: ...
+
+
+class DirectoryTarget:
+    """An index directory: bm25s and numpy files sealed into a build (see `index.store`)."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self.index_dir = index_dir
+
+    @property
+    def location(self) -> str:
+        return str(self.index_dir)
+
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        return build_lock(self.index_dir)
+
+    def current_manifest(self) -> Manifest | None:
+        try:
+            return read_manifest(current_build(self.index_dir))
+        except GroundqaError:
+            return None
+
+    def write(self, build: BuildInput, reporter: Reporter) -> Manifest:
+        chunks, timings = build.chunks, build.timings
+
+        def write(tmp: Path) -> Manifest:
+            t_index = time.perf_counter()
+            reporter.stage("indexing (bm25)", total=len(chunks))
+            lexical = LexicalIndex.build(
+                build.index_texts(),
+                build.analyzer,
+                build.bm25,
+                [c.breadcrumb if build.with_path else c.title for c in chunks],
+            )
+            lexical.save(tmp / BM25_DIR)
+            reporter.advance(len(chunks))
+            write_chunks(tmp, chunks)
+            write_acronyms(tmp, mine_acronyms(c.text for c in chunks))
+            timings["index"] = time.perf_counter() - t_index
+            dense_entry: dict[str, Any] = {}
+            if build.dense is not None and build.embedder is not None:
+                t_embed = time.perf_counter()
+                reporter.stage(f"embedding ({build.embedder.name})", total=len(chunks))
+                vectors = build.embedder.embed(build.index_texts(), reporter.advance)
+                VectorIndex.build(vectors, build.dense).save(tmp)
+                dense_entry = describe(build.embedder, int(vectors.shape[1]), build.dense)
+                timings["embed"] = time.perf_counter() - t_embed
+            return build.make_manifest("", dense_entry)
+
+        reporter.stage("writing")
+        return write_build(self.index_dir, write)
+
+
+class _PostgresTarget:
+    """The PostgreSQL store (see `index.postgres`): unchanged documents are copied inside
+    the database and known chunk texts keep their vectors."""
+
+    def __init__(self, url: str) -> None:
+        from groundqa.index.postgres import PostgresTarget
+
+        self.target = PostgresTarget(url)
+
+    @property
+    def location(self) -> str:
+        return self.target.location
+
+    def lock(self) -> contextlib.AbstractContextManager[None]:
+        return self.target.lock()
+
+    def current_manifest(self) -> Manifest | None:
+        return self.target.current_manifest()
+
+    def write(self, build: BuildInput, reporter: Reporter) -> Manifest:
+        embedder = build.embedder if build.dense is not None else None
+        dense = build.dense
+        reporter.stage("writing (postgresql)", total=len(build.chunks))
+        manifest, stats = self.target.write(
+            build.chunks,
+            {d.doc_id: document_hash(d) for d in build.documents},
+            analyzer=build.analyzer,
+            with_path=build.with_path,
+            heading_weight=build.bm25.heading_weight,
+            embedder=embedder,
+            make_manifest=build.make_manifest,
+            dense_entry=lambda dim: (
+                describe(embedder, dim, dense) if embedder is not None and dense else {}
+            ),
+            acronyms=mine_acronyms(c.text for c in build.chunks),
+            progress=reporter.advance,
+        )
+        build.timings.update(stats.timings_s)
+        build.timings["index"] = stats.timings_s.get("index_lexical", 0.0) + stats.timings_s.get(
+            "index_vectors", 0.0
+        )
+        build.timings["copied_documents"] = float(stats.copied_documents)
+        build.timings["embedded_chunks"] = float(stats.embedded_chunks)
+        return manifest
+
+
+def _postgres_target(url: str) -> Target:
+    return _PostgresTarget(url)
+
+
+def document_hash(doc: Document) -> str:
+    """Changes whenever anything about the document does (text, metadata, structure)."""
+    raw = json.dumps(doc.to_dict(), sort_keys=True, ensure_ascii=False).encode("utf-8")
+    return hashlib.sha256(raw).hexdigest()
 
 
 def _carried_gate(previous: Manifest | None, build_fingerprint: str) -> tuple[dict[str, Any], str]:

@@ -7,11 +7,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from groundqa.errors import IndexCorruptError
+from groundqa.embed import Matrix
+from groundqa.errors import IndexCorruptError, UsageError
+from groundqa.fusion import Fusion
+from groundqa.index.base import Mask, Ranked, fuse
 from groundqa.index.dense import DenseSettings, VectorIndex
 from groundqa.index.lexical import BM25Settings, LexicalIndex, top_k
 from groundqa.index.store import (
@@ -28,8 +31,8 @@ from groundqa.text import Analyzer
 __all__ = [
     "BM25Settings",
     "DenseSettings",
+    "DirectoryStore",
     "LexicalIndex",
-    "LoadedIndex",
     "Manifest",
     "VectorIndex",
     "build_lock",
@@ -87,8 +90,8 @@ def read_chunks(directory: Path) -> list[Chunk]:
 
 
 @dataclass
-class LoadedIndex:
-    """Everything a query needs from one build, loaded into memory."""
+class DirectoryStore:
+    """One build of an index directory, loaded into memory: the embedded `Store`."""
 
     index_dir: Path
     build_dir: Path
@@ -98,8 +101,58 @@ class LoadedIndex:
     vectors: VectorIndex | None = None
     acronyms: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def location(self) -> str:
+        return str(self.index_dir)
 
-def load_index(index_dir: Path, analyzer: Analyzer | None = None) -> LoadedIndex:
+    @property
+    def has_vectors(self) -> bool:
+        return self.vectors is not None
+
+    @property
+    def heading_weight(self) -> float:
+        return self.lexical.heading_weight
+
+    @property
+    def num_docs(self) -> int:
+        return self.lexical.num_docs
+
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        return {t: self.lexical.df(t) for t in terms}
+
+    def lexical_search(self, terms: Sequence[str], k: int, allowed: Mask = None) -> Ranked:
+        return top_k(self.lexical.scores(terms), k, allowed)
+
+    def vector_search(
+        self, query: Matrix, k: int, allowed: Mask = None, *, exact: bool = False
+    ) -> Ranked:
+        return self._vectors.search(query, k, allowed, exact=exact)
+
+    def hybrid_search(
+        self, terms: Sequence[str], query: Matrix, k: int, allowed: Mask, fusion: Fusion
+    ) -> Ranked:
+        return fuse(
+            fusion, self.lexical_search(terms, k, allowed), self.vector_search(query, k, allowed)
+        )
+
+    def vectors_of(self, rows: Sequence[int]) -> Matrix:
+        out: Matrix = self._vectors.vectors[list(rows)]
+        return out
+
+    @property
+    def _vectors(self) -> VectorIndex:
+        if self.vectors is None:
+            raise UsageError(f"{self.index_dir} has no vectors; rebuild it without --no-dense")
+        return self.vectors
+
+    def current_build_id(self) -> str:
+        return current_build(self.index_dir).name
+
+    def close(self) -> None:
+        return None
+
+
+def load_index(index_dir: Path, analyzer: Analyzer | None = None) -> DirectoryStore:
     build_dir = current_build(index_dir)
     manifest = read_manifest(build_dir)
     chunks = read_chunks(build_dir)
@@ -121,6 +174,6 @@ def load_index(index_dir: Path, analyzer: Analyzer | None = None) -> LoadedIndex
                 f"{index_dir}: {len(vectors)} vectors of {vectors.dim} dimensions for "
                 f"{len(chunks)} chunks; rebuild the index"
             )
-    return LoadedIndex(
+    return DirectoryStore(
         index_dir, build_dir, manifest, chunks, lexical, vectors, read_acronyms(build_dir)
     )

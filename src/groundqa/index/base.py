@@ -1,0 +1,106 @@
+"""The `Store` protocol: what the query side needs from one complete build of an index.
+
+Two stores implement it: the index directory on local disk (`index.DirectoryStore`,
+bm25s and numpy/faiss in memory) and PostgreSQL with pgvector (`index.postgres`,
+one database that many stateless workers share). Retrieval, the gate, generation
+and evaluation reach a build only through these methods, so none of them knows
+which store it runs on.
+
+Chunks are addressed by *row*: their position in `chunks`, 0..n-1 within one build.
+A filter or scope is a boolean mask over rows (see `retrieve.FacetIndex`); a store
+returns only allowed rows, and applies the mask before taking the top k, so a
+filter never starves a result list. Scores are the same in both stores: BM25 with
+the `Analyzer`'s terms (Lucene idf, see `bm25_idf`) and the cosine of unit vectors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from groundqa.embed import Matrix
+from groundqa.fusion import Fusion
+from groundqa.index.store import Manifest
+from groundqa.models import Chunk
+
+Mask = npt.NDArray[np.bool_] | None
+Ranked = list[tuple[int, float]]
+
+
+def bm25_idf(df: int, num_docs: int) -> float:
+    """Robertson-Sparck Jones idf as Lucene computes it; a term no chunk uses gets the most."""
+    return math.log(1.0 + (num_docs - df + 0.5) / (df + 0.5))
+
+
+class Store(Protocol):
+    """One complete build, opened for queries. Safe to share between threads."""
+
+    @property
+    def location(self) -> str:
+        """Where the index lives: its directory, or the database URL without a password."""
+        ...
+
+    @property
+    def manifest(self) -> Manifest: ...
+
+    @property
+    def chunks(self) -> Sequence[Chunk]:
+        """Every chunk of the build, in row order."""
+        ...
+
+    @property
+    def acronyms(self) -> dict[str, str]: ...
+
+    @property
+    def has_vectors(self) -> bool: ...
+
+    @property
+    def heading_weight(self) -> float:
+        """How much the breadcrumb field's BM25 score adds (0: the body alone)."""
+        ...
+
+    @property
+    def num_docs(self) -> int: ...
+
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many chunks contain each term (0 for a term the corpus never uses)."""
+        ...
+
+    def lexical_search(self, terms: Sequence[str], k: int, allowed: Mask = None) -> Ranked:
+        """Rows and BM25 scores of the k best chunks with a positive score, best first,
+        ties by row. A term repeated in `terms` counts each time."""
+        ...
+
+    def vector_search(
+        self, query: Matrix, k: int, allowed: Mask = None, *, exact: bool = False
+    ) -> Ranked:
+        """Rows and cosines of the k nearest chunks, best first, ties by row. An approximate
+        index may answer an unfiltered query unless `exact`; a filtered one is always exact."""
+        ...
+
+    def hybrid_search(
+        self, terms: Sequence[str], query: Matrix, k: int, allowed: Mask, fusion: Fusion
+    ) -> Ranked:
+        """Each method's best `k`, fused (`fusion.apply` over (bm25, dense)), best first."""
+        ...
+
+    def vectors_of(self, rows: Sequence[int]) -> Matrix:
+        """The stored vectors of `rows`, in that order."""
+        ...
+
+    def current_build_id(self) -> str:
+        """The build the index points to now (differs from `manifest.build_id` after a
+        rebuild); cheap enough to call between requests."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def fuse(fusion: Fusion, lexical: Ranked, dense: Ranked) -> Ranked:
+    """Two ranked row lists fused by `fusion`, as rows and fused scores."""
+    fused = fusion.apply([[(str(i), s) for i, s in lexical], [(str(i), s) for i, s in dense]])
+    return [(int(key), score) for key, score in fused]
