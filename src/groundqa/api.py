@@ -30,6 +30,7 @@ import hmac
 import http
 import importlib.resources
 import json
+import os
 import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -651,6 +652,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
         return {
             "status": "ok",
             "version": __version__,
+            "worker": os.getpid(),
             "index": {
                 "dir": engine.location,
                 "build_id": m.build_id,

@@ -11,6 +11,7 @@ problem (and `validate` with a BLOCK finding), 2 a usage error, 130 interrupted.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import sys
@@ -136,6 +137,13 @@ def main() -> None:
 
 # ---------------------------------------------------------------- validate / ingest
 
+_index_option = click.option(
+    "--index",
+    "--store",
+    "index_dir",
+    required=True,
+    help="Index directory, or a postgresql:// URL of a PostgreSQL store.",
+)
 _format_option = click.option(
     "--format",
     "fmt",
@@ -205,10 +213,10 @@ def validate(sources: tuple[str, ...], fmt: str, columns: tuple[str, ...], as_js
 @click.argument("sources", nargs=-1, required=True)
 @click.option(
     "--index",
+    "--store",
     "index_dir",
     required=True,
-    type=click.Path(file_okay=False),
-    help="Index directory to build or update.",
+    help="Index directory to build or update, or a postgresql:// URL.",
 )
 @_format_option
 @_columns_option
@@ -447,7 +455,7 @@ def _options(generator_url: str | None, timeout: float) -> Any:
 
 @main.command()
 @click.argument("question")
-@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
+@_index_option
 @click.option(
     "--k",
     "k",
@@ -553,7 +561,7 @@ CHAT_HELP = """commands: :k N (passages to retrieve)  :filter KEY=VALUE  :scope 
 
 
 @main.command()
-@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
+@_index_option
 @click.option(
     "--k",
     "k",
@@ -658,14 +666,14 @@ def chat(
 
 
 @main.command()
-@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
+@_index_option
 @click.option("--sections", is_flag=True, help="List every section id in the index.")
 @click.option("--json", "as_json", is_flag=True)
 def inspect(index_dir: str, sections: bool, as_json: bool) -> None:
     """Show what an index holds: counts, chunk sizes, boundary checks, staleness."""
     from groundqa.inspection import inspect_index
 
-    report = inspect_index(Path(index_dir))
+    report = inspect_index(index_dir)
     if as_json:
         data = report.to_dict()
         if sections:
@@ -727,9 +735,10 @@ def _parse_ks(value: str) -> list[int]:
 @main.command(name="eval")
 @click.option(
     "--index",
+    "--store",
     "index_dir",
-    type=click.Path(file_okay=False),
-    help="Index to evaluate (with --probes), or to build/reuse for --beir.",
+    help="Index to evaluate (with --probes), or to build/reuse for --beir: a directory, or a "
+    "postgresql:// URL.",
 )
 @click.option(
     "--probes",
@@ -946,7 +955,7 @@ def _fmt_metric(key: str, value: float) -> str:
 
 
 @main.command()
-@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
+@_index_option
 @click.option(
     "--probes",
     "probes_path",
@@ -1014,11 +1023,11 @@ def calibrate(
         raise UsageError("calibrate needs exactly one of --probes FILE, --apply FILE or --reset")
     if apply_path:
         stored = _read_calibration(Path(apply_path))
-        manifest = cal.install(Path(index_dir), stored)
+        manifest = cal.install(index_dir, stored)
         out.print(f"calibration from {apply_path} stored in build {manifest.build_id}")
         return
     if reset:
-        manifest = cal.reset(Path(index_dir))
+        manifest = cal.reset(index_dir)
         out.print(f"build {manifest.build_id} uses the built-in default gate again")
         return
     from groundqa.engine import Engine
@@ -1049,7 +1058,7 @@ def calibrate(
                 f"cannot write {export_path} ({exc.strerror}); choose another --export path"
             ) from None
     if not dry_run:
-        cal.install(Path(index_dir), gate)
+        cal.install(index_dir, gate)
     if as_json:
         _emit_json({**report.to_dict(), "stored": not dry_run})
         return
@@ -1116,7 +1125,7 @@ def _print_calibration(report: Any, target: float) -> None:
 
 
 @main.command()
-@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False))
+@_index_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
 @click.option(
@@ -1165,6 +1174,14 @@ def _print_calibration(report: Any, target: float) -> None:
     default=None,
     help="Base URL of the index's ollama: or openai: embedding server, if not the default.",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Server processes sharing the port, each with its own copy of the index (or its own "
+    "connection pool to a PostgreSQL store). Use --cache redis://... so they share answers.",
+)
 def serve(
     index_dir: str,
     host: str,
@@ -1177,6 +1194,7 @@ def serve(
     generator_url: str | None,
     timeout: float,
     embedder_url: str | None,
+    workers: int,
 ) -> None:
     """Serve the HTTP API and the web page over one index."""
     import errno
@@ -1208,8 +1226,6 @@ def serve(
         cors_origins=cors_origins,
         generator_options=_options(generator_url, timeout),
     )
-    app = create_app(engine, settings)
-
     # Bind here rather than in uvicorn, so a busy port is our one-line error, not its log.
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
@@ -1232,18 +1248,84 @@ def serve(
     shown = f"[{host}]" if ":" in host else host
     out.print(
         f"serving {escape(index_dir)} on http://{shown}:{bound} "
-        f"(cache: {escape(redact(cache_spec))}, auth: {'on' if token else 'off'})"
+        f"(cache: {escape(redact(cache_spec))}, auth: {'on' if token else 'off'}"
+        + (f", {workers} workers)" if workers > 1 else ")")
     )
     sys.stdout.flush()
-    config = uvicorn.Config(
-        app, host=host, port=bound, log_level="warning", access_log=access_log, ws="none"
-    )
-    try:
+
+    def run(engine: Engine) -> None:
+        config = uvicorn.Config(
+            create_app(engine, settings),
+            host=host,
+            port=bound,
+            log_level="warning",
+            access_log=access_log,
+            ws="none",
+        )
         uvicorn.Server(config).run(sockets=[sock])
+
+    try:
+        if workers == 1:
+            run(engine)
+        else:
+            # Each worker opens the index after the fork: a connection pool or a model
+            # runtime must not be shared between processes.
+            engine.store.close()
+            _prefork(workers, lambda: run(Engine.open(index_dir, _embedder_options(embedder_url))))
     except KeyboardInterrupt:
         pass  # Ctrl-C is how a server is stopped: not an error
     finally:
         sock.close()
+
+
+def _prefork(workers: int, run: Callable[[], None]) -> None:
+    """Run `run` in `workers` child processes; restart one that dies, stop all on a signal."""
+    import os
+    import signal
+
+    def spawn() -> int:
+        pid = os.fork()
+        if pid == 0:  # the worker
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            code = 0
+            try:
+                run()
+            except KeyboardInterrupt:
+                pass
+            except GroundqaError as exc:
+                print(f"error: worker {os.getpid()}: {exc.message}", file=sys.stderr)
+                code = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(code)
+        return pid
+
+    children = {spawn() for _ in range(workers)}
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while children:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            break
+        children.discard(pid)
+        if not stopping:
+            if os.waitstatus_to_exitcode(status) == 1:  # could not open the index: give up
+                stop(signal.SIGTERM, None)
+                raise GroundqaError("a server worker could not start; see its error above")
+            print(f"worker {pid} stopped ({status}); starting another", file=sys.stderr)
+            children.add(spawn())
 
 
 if __name__ == "__main__":  # pragma: no cover

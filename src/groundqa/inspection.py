@@ -16,7 +16,7 @@ from typing import Any
 from groundqa.chunking import BoundaryIssue, check_boundaries, size_summary
 from groundqa.errors import GroundqaError
 from groundqa.gate import gate_for
-from groundqa.index import load_index
+from groundqa.index.open import open_store
 from groundqa.index.store import Manifest
 from groundqa.ingestion import corpus_fingerprint
 from groundqa.loaders import load
@@ -45,8 +45,8 @@ class InspectReport:
         }
 
 
-def inspect_index(index_dir: Path) -> InspectReport:
-    loaded = load_index(index_dir)
+def inspect_index(index_dir: str | Path) -> InspectReport:
+    loaded = open_store(index_dir)
     chunks = loaded.chunks
     manifest = loaded.manifest
     sources = manifest.corpus.get("sources", [])

@@ -45,7 +45,8 @@ from groundqa.errors import CalibrationError
 from groundqa.evaluate.probes import KINDS, Probe
 from groundqa.gate import DEFAULT_GATE, DENSE_FEATURES, LEXICAL_FEATURES, Gate, calibrated_gate
 from groundqa.generate import GeneratorOptions
-from groundqa.index.store import Manifest, current_build, read_manifest, update_gate
+from groundqa.index.open import current_manifest, set_gate
+from groundqa.index.store import Manifest
 
 # Fixed cutoffs shown beside the calibrated gate: (name, feature, minimum to answer).
 BASELINES = (("coverage>=0.4", "coverage", 0.4), ("cosine>=0.3", "dense_top", 0.3))
@@ -277,7 +278,7 @@ def fit_report(
     return CalibrationReport(gate, data, probability, refused, results, operating)
 
 
-def install(index_dir: Path, stored: Mapping[str, Any]) -> Manifest:
+def install(index_dir: str | Path, stored: Mapping[str, Any]) -> Manifest:
     """Store a calibration in the index's manifest, refusing one made for another index.
 
     `stored` is a gate as `Gate.to_dict()` writes it (what `calibrate --export`
@@ -289,7 +290,7 @@ def install(index_dir: Path, stored: Mapping[str, Any]) -> Manifest:
             "write one with `groundqa calibrate --export FILE`"
         )
     model = calibrated_gate(stored).model
-    manifest = read_manifest(current_build(index_dir))
+    manifest = current_manifest(index_dir)
     fingerprint = str(stored["index_fingerprint"])
     if fingerprint != manifest.fingerprint:
         raise CalibrationError(
@@ -306,9 +307,9 @@ def install(index_dir: Path, stored: Mapping[str, Any]) -> Manifest:
         raise CalibrationError(
             f"the calibration uses features this index cannot give ({', '.join(sorted(missing))})"
         )
-    return update_gate(index_dir, dict(stored), fingerprint)
+    return set_gate(index_dir, dict(stored), fingerprint)
 
 
-def reset(index_dir: Path) -> Manifest:
+def reset(index_dir: str | Path) -> Manifest:
     """Put the built-in default gate back."""
-    return update_gate(index_dir, DEFAULT_GATE.to_dict())
+    return set_gate(index_dir, DEFAULT_GATE.to_dict())

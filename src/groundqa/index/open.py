@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from groundqa.index.base import Store
+from groundqa.index.store import Manifest, current_build, read_manifest, update_gate
 from groundqa.text import Analyzer
 
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -23,3 +25,23 @@ def open_store(location: str | Path, analyzer: Analyzer | None = None) -> Store:
     from groundqa.index import load_index
 
     return load_index(Path(location), analyzer)
+
+
+def current_manifest(location: str | Path) -> Manifest:
+    """The manifest of the build served now, wherever the index lives."""
+    if is_store_url(location):
+        from groundqa.index.postgres import read_current_manifest
+
+        return read_current_manifest(str(location))
+    return read_manifest(current_build(Path(location)))
+
+
+def set_gate(
+    location: str | Path, gate: dict[str, Any], fingerprint: str | None = None
+) -> Manifest:
+    """Replace the current build's gate settings (refused when `fingerprint` is not current)."""
+    if is_store_url(location):
+        from groundqa.index import postgres
+
+        return postgres.update_gate(str(location), gate, fingerprint)
+    return update_gate(Path(location), gate, fingerprint)

@@ -519,7 +519,9 @@ class PostgresStore:
                 f"lost PostgreSQL at {_where(self.url)}: {str(exc).strip().splitlines()[-1]}"
             ) from None
 
-    def _lexical_sql(self, terms: Sequence[str], k: int, allowed: Mask) -> tuple[Any, dict[str, Any]]:
+    def _lexical_sql(
+        self, terms: Sequence[str], k: int, allowed: Mask
+    ) -> tuple[Any, dict[str, Any]]:
         from psycopg import sql
 
         counts = Counter(t for t in terms if t)
@@ -550,6 +552,8 @@ class PostgresStore:
                 "  (SELECT lexeme, cardinality(positions) AS tf FROM unnest(c.head)) u"
                 " JOIN q ON q.field = 'h' AND q.term = u.lexeme"
             )
+        # The sum is rounded to float32, the precision bm25s keeps, so chunks that score
+        # the same tie the same way (by row) in both stores.
         statement = sql.SQL(
             "SELECT row, score FROM ("
             " WITH q AS ("
@@ -566,7 +570,7 @@ class PostgresStore:
             "  FROM cand c CROSS JOIN LATERAL"
             "   (SELECT lexeme, cardinality(positions) AS tf FROM unnest(c.body)) u"
             "  JOIN q ON q.field = 'b' AND q.term = u.lexeme{heading})"
-            " SELECT row, sum(s) AS score FROM scored GROUP BY row) ranked"
+            " SELECT row, sum(s)::real AS score FROM scored GROUP BY row) ranked"
             " WHERE score > 0 ORDER BY score DESC, row LIMIT %(lex_k)s"
         ).format(
             terms=_ident(self.info.terms_table),
@@ -988,6 +992,11 @@ class PostgresTarget:
                 cur.execute(_sql("DROP TABLE IF EXISTS {a}, {b}", a=chunks, b=terms))
                 cur.execute("DELETE FROM groundqa_builds WHERE build_id = %s", (build_id,))
         self._conn.commit()
+
+
+def read_current_manifest(url: str) -> Manifest:
+    with connect(url) as conn, conn.cursor() as cur:
+        return _read_build(cur, url).manifest
 
 
 def update_gate(url: str, gate: dict[str, Any], fingerprint: str | None = None) -> Manifest:

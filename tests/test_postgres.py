@@ -1,0 +1,411 @@
+"""The PostgreSQL store against a real PostgreSQL 18 with pgvector (see conftest `pg_admin_url`).
+
+The example corpus is built once into an index directory and once into a database, and
+both are asked the same questions: every retriever must return the same chunks in the
+same order with the same scores, and `ask` the same answers. The rest covers what a
+shared store must survive: incremental updates, a killed ingest, two ingests at once, a
+server that is down, a database without pgvector, a schema from a newer groundqa, and
+several `serve` workers over one database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+from groundqa.engine import Engine
+from groundqa.errors import IndexLockedError, IndexVersionError
+from groundqa.evaluate.probes import load_probes
+from groundqa.ingestion import ingest
+from tests.conftest import REGPACK, REGPACK_PROBES, pg_database_url
+from tests.test_api import _free_port, _wait_for_health
+
+psycopg = pytest.importorskip(
+    "psycopg", reason="PostgreSQL tests need pip install -e '.[postgres]'"
+)
+from groundqa.index.postgres import (  # noqa: E402
+    PostgresStore,
+    PostgresTarget,
+    StoreUnavailableError,
+    redact,
+    tsvector_literal,
+)
+
+GROUNDQA = [sys.executable, "-m", "groundqa.cli"]
+RETRIEVERS = ["bm25", "dense", "hybrid", "hybrid+weighted=0.5/0.5+defs", "bm25+acr+cap=1"]
+
+
+@pytest.fixture(scope="module")
+def module_db(pg_admin_url: str) -> Iterator[str]:
+    from psycopg import sql
+
+    name = f"gq_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_admin_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        try:
+            yield pg_database_url(pg_admin_url, name)
+        finally:
+            admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture(scope="module")
+def pair(
+    module_db: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Engine, Engine]]:
+    """The example corpus in an index directory and in PostgreSQL, MiniLM vectors in both."""
+    folder = tmp_path_factory.mktemp("pgpair") / "idx"
+    ingest([REGPACK], folder)
+    ingest([REGPACK], module_db)
+    local, shared = Engine.open(folder), Engine.open(module_db)
+    yield local, shared
+    shared.store.close()
+
+
+def _ranking(engine: Engine, question: str, **kw: Any) -> list[tuple[str, float]]:
+    return [(h.chunk.chunk_id, h.score) for h in engine.search(question, depth=10, **kw)]
+
+
+def _same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> None:
+    assert [c for c, _ in a] == [c for c, _ in b]
+    assert np.allclose([s for _, s in a], [s for _, s in b], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("retriever", RETRIEVERS)
+def test_both_stores_rank_every_probe_identically(
+    pair: tuple[Engine, Engine], retriever: str
+) -> None:
+    local, shared = pair
+    questions = [p.question for p in load_probes(REGPACK_PROBES)]
+    assert len(questions) > 50
+    for question in questions:
+        _same(
+            _ranking(local, question, retriever=retriever),
+            _ranking(shared, question, retriever=retriever),
+        )
+
+
+def test_filters_scopes_and_answers_agree(pair: tuple[Engine, Engine]) -> None:
+    local, shared = pair
+    cases: list[dict[str, Any]] = [
+        {"filters": {"state": "Westhaven"}},
+        {"scope": {"area": "Ashcombe"}},
+        {"filters": {"state": ["Westhaven", "Northmere"]}, "retriever": "dense"},
+    ]
+    for kw in cases:
+        a = _ranking(local, "How much native vegetation can be cleared?", **kw)
+        assert a, kw
+        _same(a, _ranking(shared, "How much native vegetation can be cleared?", **kw))
+    for question in [
+        "What is the turbine setback from a dwelling in Northmere?",
+        "Who won the 1994 World Cup?",
+        "What trunk circumference makes a tree protected in Fennick City?",
+    ]:
+        x, y = local.ask(question), shared.ask(question)
+        assert (x.answer, x.refused, x.citations) == (y.answer, y.refused, y.citations)
+        assert x.gate.score == pytest.approx(y.gate.score, abs=1e-6)
+    assert shared.location == redact(shared.store.location)
+    assert len(shared.chunks) == len(local.chunks) and shared.acronyms == local.acronyms
+
+
+def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], module_db: str) -> None:
+    local, shared = pair
+    ann = PostgresStore.open(module_db, ann="always")
+    try:
+        found = total = 0
+        for probe in load_probes(REGPACK_PROBES)[:30]:
+            q = shared.embed_query(probe.question)
+            exact = {r for r, _ in shared.store.vector_search(q, 10)}
+            approx = {r for r, _ in ann.vector_search(q, 10)}
+            found, total = found + len(exact & approx), total + len(exact)
+            assert {r for r, _ in ann.vector_search(q, 10, exact=True)} == exact
+        assert found / total >= 0.95
+    finally:
+        ann.close()
+
+
+def test_gate_calibration_is_stored_in_the_database(module_db: str, tmp_path: Path) -> None:
+    run = subprocess.run(
+        [*GROUNDQA, "calibrate", "--store", module_db, "--probes", str(REGPACK_PROBES)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr
+    engine = Engine.open(module_db)
+    try:
+        assert engine.gate.calibrated
+    finally:
+        run = subprocess.run(
+            [*GROUNDQA, "calibrate", "--store", module_db, "--reset"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        engine.store.close()
+    assert run.returncode == 0, run.stderr
+    reopened = Engine.open(module_db)
+    assert not reopened.gate.calibrated
+    reopened.store.close()
+
+
+# ---------------------------------------------------------------- updates
+
+
+def _copy_corpus(tmp_path: Path) -> Path:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REGPACK, corpus)
+    return corpus
+
+
+def test_an_update_copies_unchanged_documents_and_embeds_only_new_text(
+    pg_url: str, tmp_path: Path
+) -> None:
+    corpus = _copy_corpus(tmp_path)
+    first = ingest([corpus], pg_url)
+    assert first.timings_s["copied_documents"] == 0
+    assert first.timings_s["embedded_chunks"] == first.counts["chunks"]
+    again = ingest([corpus], pg_url)
+    assert not again.changed and again.build_id == first.build_id
+
+    changed = sorted(corpus.glob("*.md"))[0]
+    changed.write_text(
+        changed.read_text("utf-8") + "\n\nA new closing paragraph about heron nesting sites.\n",
+        "utf-8",
+    )
+    removed = sorted(corpus.glob("*.md"))[1]
+    removed.unlink()
+    second = ingest([corpus], pg_url)
+    assert second.changed
+    documents = second.counts["documents"]
+    assert documents == first.counts["documents"] - 1
+    assert second.timings_s["copied_documents"] == documents - 1
+    # Only the changed document's chunks are new text; even among them, unchanged
+    # parts keep their vectors.
+    assert 1 <= second.timings_s["embedded_chunks"] <= 3
+
+    # The updated build answers exactly as a fresh build of the new corpus does.
+    fresh = tmp_path / "fresh"
+    ingest([corpus], fresh)
+    local, shared = Engine.open(fresh), Engine.open(pg_url)
+    try:
+        assert [c.chunk_id for c in local.chunks] == [c.chunk_id for c in shared.chunks]
+        for question in ["heron nesting sites", "turbine setback from a dwelling"]:
+            for retriever in ("bm25", "dense", "hybrid"):
+                _same(
+                    _ranking(local, question, retriever=retriever),
+                    _ranking(shared, question, retriever=retriever),
+                )
+        assert shared.chunk(local.chunks[0].chunk_id) == local.chunks[0]
+    finally:
+        shared.store.close()
+    with psycopg.connect(pg_url) as conn:
+        builds = conn.execute("SELECT count(*) FROM groundqa_builds").fetchone()
+        tables = conn.execute(
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'groundqa_chunks_%'"
+        ).fetchone()
+    assert builds == tables == (2,)  # the current build and the one before it
+
+
+def _build_state(url: str) -> tuple[str, list[tuple[str, bool]]]:
+    with psycopg.connect(url) as conn:
+        current = conn.execute("SELECT build_id FROM groundqa_current").fetchone()
+        builds = conn.execute(
+            "SELECT build_id, complete FROM groundqa_builds ORDER BY created_at"
+        ).fetchall()
+    return (current[0] if current else ""), builds
+
+
+def test_a_killed_ingest_leaves_the_previous_build_served(pg_url: str, tmp_path: Path) -> None:
+    corpus = _copy_corpus(tmp_path)
+    first = ingest([corpus], pg_url, dense=None)
+    # A bigger second corpus, so the kill lands while its chunks are being written.
+    big = tmp_path / "big"
+    big.mkdir()
+    words = "heron ferry levee culvert basin permit hedge orchard quarry meadow".split()
+    for i in range(600):
+        sections = "\n\n".join(
+            f"## Part {j}\n\n" + " ".join(words[(i * j + k) % len(words)] for k in range(60))
+            for j in range(1, 5)
+        )
+        (big / f"doc{i:03d}.md").write_text(f"# Notice {i}\n\n{sections}\n", "utf-8")
+    proc = subprocess.Popen(
+        [*GROUNDQA, "ingest", str(big), "--store", pg_url, "--no-dense"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            _, builds = _build_state(pg_url)
+            if any(not complete for _, complete in builds):
+                break
+            assert proc.poll() is None, "the ingest finished before it could be killed"
+            time.sleep(0.02)
+        else:
+            pytest.fail("the second ingest never started writing")
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    current, builds = _build_state(pg_url)
+    assert current == first.build_id
+    assert any(not complete for _, complete in builds)  # the half build is there, unserved
+    engine = Engine.open(pg_url)
+    try:
+        assert engine.manifest.build_id == first.build_id
+        assert len(engine.chunks) == first.counts["chunks"]
+        assert engine.search("turbine setback", depth=3, retriever="bm25")
+    finally:
+        engine.store.close()
+    # The next ingest clears the leftover and completes.
+    done = ingest([corpus], pg_url, dense=None, force=True)
+    current, builds = _build_state(pg_url)
+    assert current == done.build_id and all(complete for _, complete in builds)
+
+
+def test_a_second_ingest_fails_at_once_while_one_writes(pg_url: str, tmp_path: Path) -> None:
+    corpus = _copy_corpus(tmp_path)
+    holder = PostgresTarget(pg_url)
+    with holder.lock():
+        with pytest.raises(IndexLockedError, match="another ingest is writing"):
+            ingest([corpus], pg_url, dense=None)
+        run = subprocess.run(
+            [*GROUNDQA, "ingest", str(corpus), "--store", pg_url, "--no-dense"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert run.returncode != 0
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "another ingest is writing" in lines[0]
+    assert ingest([corpus], pg_url, dense=None).changed  # the lock is free again
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_a_server_that_is_down_is_one_line_naming_the_host() -> None:
+    port = _free_port()
+    url = f"postgresql://groundqa:secret@127.0.0.1:{port}/corpus"
+    for args in (["ask", "What is the setback?"], ["ingest", str(REGPACK), "--no-dense"]):
+        run = subprocess.run(
+            [*GROUNDQA, *args, "--store", url], capture_output=True, text=True, timeout=60
+        )
+        assert run.returncode != 0
+        lines = [line for line in run.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1, run.stderr
+        assert f"cannot connect to PostgreSQL at 127.0.0.1:{port}/corpus" in lines[0]
+        assert "secret" not in run.stderr + run.stdout
+
+
+def test_a_database_that_does_not_exist_or_holds_no_index(pg_admin_url: str, pg_url: str) -> None:
+    missing = pg_database_url(pg_admin_url, "gq_no_such_database")
+    with pytest.raises(
+        StoreUnavailableError, match='database "gq_no_such_database" does not exist'
+    ):
+        Engine.open(missing)
+    run = subprocess.run(
+        [*GROUNDQA, "ask", "anything?", "--store", pg_url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode != 0
+    assert "no groundqa index in the database" in run.stderr and "ingest" in run.stderr
+
+
+def test_a_database_without_pgvector_says_how_to_enable_it(pg_url_novector: str) -> None:
+    run = subprocess.run(
+        [*GROUNDQA, "ingest", str(REGPACK), "--store", pg_url_novector, "--no-dense"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode != 0
+    lines = [line for line in run.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "CREATE EXTENSION vector;" in lines[0]
+    with psycopg.connect(pg_url_novector) as conn:
+        assert conn.execute("SELECT to_regclass('groundqa_builds')").fetchone() == (None,)
+
+
+def test_a_schema_from_a_newer_groundqa_is_refused_and_left_alone(
+    pg_url: str, tmp_path: Path
+) -> None:
+    corpus = _copy_corpus(tmp_path)
+    built = ingest([corpus], pg_url, dense=None)
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("INSERT INTO groundqa_schema (version, groundqa_version) VALUES (99, '9.9')")
+    with pytest.raises(IndexVersionError, match="never migrates a schema down"):
+        Engine.open(pg_url)
+    (corpus / "extra.md").write_text("# Extra\n\nA new document about ferries.\n", "utf-8")
+    with pytest.raises(IndexVersionError, match="schema version 99"):
+        ingest([corpus], pg_url, dense=None)
+    with psycopg.connect(pg_url) as conn:
+        versions = conn.execute("SELECT version FROM groundqa_schema ORDER BY version").fetchall()
+        current = conn.execute("SELECT build_id FROM groundqa_current").fetchone()
+    assert versions == [(1,), (99,)] and current == (built.build_id,)
+
+
+# ---------------------------------------------------------------- many workers
+
+
+def test_serve_runs_several_workers_over_one_database(pg_url: str, tmp_path: Path) -> None:
+    ingest([_copy_corpus(tmp_path)], pg_url, dense=None)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [*GROUNDQA, "serve", "--store", pg_url, "--port", str(port), "--workers", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for_health(base, alive=lambda: proc.poll() is None, seconds=60)
+        workers: set[int] = set()
+        deadline = time.monotonic() + 30
+        while len(workers) < 2 and time.monotonic() < deadline:
+            with httpx.Client() as client:  # a new connection each time
+                workers.add(client.get(f"{base}/health").json()["worker"])
+        assert len(workers) == 2 and proc.pid not in workers
+        reply = httpx.post(
+            f"{base}/query",
+            json={"question": "What is the turbine setback from a dwelling in Northmere?"},
+            timeout=60,
+        )
+        assert reply.status_code == 200 and reply.json()["citations"]
+    finally:
+        proc.terminate()
+        stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 0
+    assert "2 workers" in stdout and "Traceback" not in stderr
+    for pid in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+# ---------------------------------------------------------------- pieces
+
+
+def test_tsvector_literals_keep_every_term_and_its_count() -> None:
+    assert tsvector_literal(["heron", "nest", "heron"]) == "'heron':1,2 'nest':1"
+    assert tsvector_literal(["o'neil"]) == "'o''neil':1"
+    assert tsvector_literal(["x"] * 300).count(",") == 254  # tsvector keeps 255 positions
+    assert tsvector_literal([]) == ""
+
+
+def test_urls_lose_their_password_in_messages() -> None:
+    assert redact("postgresql://u:pw@h:5/db") == "postgresql://u:***@h:5/db"
+    assert redact("postgresql://h/db") == "postgresql://h/db"
+    assert json.dumps(redact("postgresql://u@h/db")) == '"postgresql://u@h/db"'
