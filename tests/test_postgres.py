@@ -121,7 +121,7 @@ def test_filters_scopes_and_answers_agree(pair: tuple[Engine, Engine]) -> None:
 
 
 def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], module_db: str) -> None:
-    local, shared = pair
+    _, shared = pair
     ann = PostgresStore.open(module_db, ann="always")
     try:
         found = total = 0
@@ -234,7 +234,7 @@ def test_a_killed_ingest_leaves_the_previous_build_served(pg_url: str, tmp_path:
     # A bigger second corpus, so the kill lands while its chunks are being written.
     big = tmp_path / "big"
     big.mkdir()
-    words = "heron ferry levee culvert basin permit hedge orchard quarry meadow".split()
+    words = ["heron", "ferry", "levee", "culvert", "basin", "permit", "hedge", "orchard"]
     for i in range(600):
         sections = "\n\n".join(
             f"## Part {j}\n\n" + " ".join(words[(i * j + k) % len(words)] for k in range(60))
