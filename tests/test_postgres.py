@@ -41,7 +41,6 @@ from groundqa.index.postgres import (  # noqa: E402
     PostgresTarget,
     StoreUnavailableError,
     redact,
-    tsvector_literal,
 )
 
 GROUNDQA = [sys.executable, "-m", "groundqa.cli"]
@@ -398,11 +397,36 @@ def test_serve_runs_several_workers_over_one_database(pg_url: str, tmp_path: Pat
 # ---------------------------------------------------------------- pieces
 
 
-def test_tsvector_literals_keep_every_term_and_its_count() -> None:
-    assert tsvector_literal(["heron", "nest", "heron"]) == "'heron':1,2 'nest':1"
-    assert tsvector_literal(["o'neil"]) == "'o''neil':1"
-    assert tsvector_literal(["x"] * 300).count(",") == 254  # tsvector keeps 255 positions
-    assert tsvector_literal([]) == ""
+def test_terms_the_postgresql_parser_would_split_are_searched_whole(
+    pg_url: str, tmp_path: Path
+) -> None:
+    corpus = tmp_path / "odd"
+    corpus.mkdir()
+    (corpus / "a.md").write_text(
+        "# Gauges\n\n## Readings\n\nThe gauge_id field names each naïve reading. "
+        + "flood " * 300
+        + "\n",
+        "utf-8",
+    )
+    (corpus / "b.md").write_text(
+        "# Levees\n\n## Checks\n\nA gauge reading of 3.5m at the levee means a flood watch.\n",
+        "utf-8",
+    )
+    ingest([corpus], tmp_path / "idx", dense=None)
+    ingest([corpus], pg_url, dense=None)
+    local, shared = Engine.open(tmp_path / "idx"), Engine.open(pg_url)
+    try:
+        for question in ["gauge_id", "naïve reading", "flood", "3.5m levee", "flood flood gauge"]:
+            expected = _ranking(local, question, retriever="bm25")
+            assert expected, question
+            _same(expected, _ranking(shared, question, retriever="bm25"))
+        assert shared.store.document_frequencies(["gauge_id", "flood", "nothing"]) == {
+            "gauge_id": 1,
+            "flood": 2,
+            "nothing": 0,
+        }
+    finally:
+        shared.store.close()
 
 
 def test_urls_lose_their_password_in_messages() -> None:

@@ -4,17 +4,19 @@
     groundqa_builds          one row per build: its manifest, acronyms, corpus statistics and
                              whether it is complete
     groundqa_current         the one build that is served
-    groundqa_chunks_<build>  the build's chunks: metadata as JSONB (GIN index), each field's
-                             terms as a tsvector (GIN index), the vector in a pgvector column
-                             (HNSW index, inner product on unit vectors)
+    groundqa_chunks_<build>  the build's chunks: metadata as JSONB (GIN index); each field's
+                             term counts as JSONB and, generated from them, a tsvector (GIN
+                             index); the vector in a pgvector column (HNSW index, inner
+                             product on unit vectors)
     groundqa_terms_<build>   each term's document frequency, per field
 
-The terms are the `Analyzer`'s, written as tsvector literals (a lexeme per term, one
-position per occurrence): PostgreSQL's own parser would split some of them, and BM25
-must score exactly the terms the index directory scores. A search is one SQL round
-trip: BM25 (Lucene idf, the same formula as bm25s) is summed over the candidates the
-GIN index finds; vectors are compared exactly, or through HNSW when asked; hybrid
-runs both in one statement, and plain reciprocal-rank fusion is done in SQL too.
+The terms are the `Analyzer`'s: the tsvector is generated from the term counts with
+`array_to_tsvector`, not by PostgreSQL's parser, which would split some of them, because
+BM25 must score exactly the terms the index directory scores. A search is one SQL round
+trip: the GIN index finds the chunks that hold a query term, and BM25 (Lucene idf, the
+formula bm25s uses) is summed from their term counts; vectors are compared exactly, or
+through HNSW; hybrid runs both in one statement, and plain reciprocal-rank fusion is
+done in SQL too.
 
 An ingest holds an advisory lock (a second one fails at once), writes a new build's
 tables in batches, each batch its own transaction, and marks the build complete and
@@ -59,12 +61,11 @@ from groundqa.text import Analyzer
 SCHEMA_VERSION = 1
 # Chunks written per transaction by an ingest.
 BATCH = 2000
-# A term counted more often than this in one chunk counts this often (tsvector's limit
-# is 256 positions per lexeme).
-MAX_TF = 255
 # pg_advisory_lock key for writers: "groundqa" in ASCII, as a 63-bit integer.
 LOCK_KEY = 0x67726F756E647161
 POOL_SIZE = 8
+# The most memory an ingest asks PostgreSQL for while it builds an HNSW index.
+HNSW_BUILD_MEMORY_KB = 4 * 1024 * 1024
 CONNECT_TIMEOUT_S = 5
 
 
@@ -138,15 +139,9 @@ def _sql(text: str, **names: str) -> Any:
     return sql.SQL(text).format(**{k: sql.Identifier(v) for k, v in names.items()})
 
 
-def tsvector_literal(terms: Sequence[str]) -> str:
-    """The terms as a tsvector: each distinct term once, with one position per occurrence."""
-    counts = Counter(t for t in terms if t)
-    parts = []
-    for term, tf in counts.items():
-        quoted = term.replace("\\", "\\\\").replace("'", "''")
-        positions = ",".join(str(p) for p in range(1, min(tf, MAX_TF) + 1))
-        parts.append(f"'{quoted}':{positions}")
-    return " ".join(parts)
+def term_counts(terms: Sequence[str]) -> str:
+    """A field's terms as the JSON object of counts the store keeps."""
+    return json.dumps(Counter(t for t in terms if t), ensure_ascii=False, separators=(",", ":"))
 
 
 def _content_hash(*parts: str) -> str:
@@ -200,6 +195,9 @@ MIGRATIONS: list[str] = [
         one boolean PRIMARY KEY DEFAULT true CHECK (one),
         build_id text NOT NULL
     );
+    CREATE FUNCTION groundqa_terms(counts jsonb) RETURNS text[]
+        LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+        RETURN ARRAY(SELECT jsonb_object_keys(counts));
     """,
 ]
 
@@ -537,46 +535,39 @@ class PostgresStore:
             "hw": self._heading_weight,
             "lex_k": k,
         }
-        fields = ["b", "h"] if self._heading_weight > 0 else ["b"]
-        params["fields"] = fields
         filter_sql = sql.SQL("")
         if allowed is not None:
             params["lex_allowed"] = np.flatnonzero(allowed).astype(np.int32).tolist()
-            filter_sql = sql.SQL(" AND row = ANY(%(lex_allowed)s::int4[])")
-        heading_part = sql.SQL("")
+            filter_sql = sql.SQL(" AND c.row = ANY(%(lex_allowed)s::int4[])")
+        heading = sql.SQL("")
         if self._heading_weight > 0:
-            heading_part = sql.SQL(
-                " UNION ALL SELECT c.row, %(hw)s * q.w * u.tf"
-                " / (u.tf + %(k1)s * (1 - %(b)s + %(b)s * c.head_len / %(avg_h)s))"
-                " FROM cand c CROSS JOIN LATERAL"
-                "  (SELECT lexeme, cardinality(positions) AS tf FROM unnest(c.head)) u"
-                " JOIN q ON q.field = 'h' AND q.term = u.lexeme"
+            heading = sql.SQL(
+                " + %(hw)s * q.w_h * f.tf_h"
+                " / (f.tf_h + %(k1)s * (1 - %(b)s + %(b)s * c.head_len / %(avg_h)s))"
             )
         # The sum is rounded to float32, the precision bm25s keeps, so chunks that score
         # the same tie the same way (by row) in both stores.
         statement = sql.SQL(
-            "SELECT row, score FROM ("
-            " WITH q AS ("
-            "  SELECT d.field, d.term,"
-            "   t.qtf * ln(1 + (%(n)s - d.df + 0.5) / (d.df + 0.5)) AS w"
-            "  FROM unnest(%(terms)s::text[], %(qtf)s::float8[]) AS t(term, qtf)"
-            "  JOIN {terms} d ON d.term = t.term AND d.field = ANY(%(fields)s::text[])),"
-            " cand AS ("
-            "  SELECT row, body, head, body_len, head_len FROM {chunks}"
-            "  WHERE body @@ %(tsq)s::tsquery{filter}),"
-            " scored AS ("
-            "  SELECT c.row, q.w * u.tf"
-            "   / (u.tf + %(k1)s * (1 - %(b)s + %(b)s * c.body_len / %(avg_b)s)) AS s"
-            "  FROM cand c CROSS JOIN LATERAL"
-            "   (SELECT lexeme, cardinality(positions) AS tf FROM unnest(c.body)) u"
-            "  JOIN q ON q.field = 'b' AND q.term = u.lexeme{heading})"
-            " SELECT row, sum(s)::real AS score FROM scored GROUP BY row) ranked"
-            " WHERE score > 0 ORDER BY score DESC, row LIMIT %(lex_k)s"
+            "WITH q AS ("
+            " SELECT t.term, t.qtf * ln(1 + (%(n)s - b.df + 0.5) / (b.df + 0.5)) AS w_b,"
+            "  t.qtf * coalesce(ln(1 + (%(n)s - h.df + 0.5) / (h.df + 0.5)), 0) AS w_h"
+            " FROM unnest(%(terms)s::text[], %(qtf)s::float8[]) AS t(term, qtf)"
+            " JOIN {terms} b ON b.field = 'b' AND b.term = t.term"
+            " LEFT JOIN {terms} h ON h.field = 'h' AND h.term = t.term)"
+            " SELECT c.row, sum("
+            "  q.w_b * f.tf_b / (f.tf_b + %(k1)s * (1 - %(b)s + %(b)s * c.body_len / %(avg_b)s))"
+            "  {heading})::real AS score"
+            " FROM {chunks} c CROSS JOIN q CROSS JOIN LATERAL (SELECT"
+            "  coalesce((c.body_tf ->> q.term)::float8, 0) AS tf_b,"
+            "  coalesce((c.head_tf ->> q.term)::float8, 0) AS tf_h) f"
+            " WHERE c.body @@ %(tsq)s::tsquery{filter}"
+            " GROUP BY c.row HAVING sum(f.tf_b) > 0"
+            " ORDER BY score DESC, c.row LIMIT %(lex_k)s"
         ).format(
             terms=_ident(self.info.terms_table),
             chunks=_ident(self.info.chunk_table),
             filter=filter_sql,
-            heading=heading_part,
+            heading=heading,
         )
         return statement, params
 
@@ -624,6 +615,15 @@ def _best_first(item: tuple[int, float]) -> tuple[float, int]:
 
 
 # ------------------------------------------------------------------ writing
+
+
+def _columns(vectors: bool) -> list[str]:
+    """The chunk table's written columns, in order (the tsvectors are generated)."""
+    return [
+        "row", "chunk_id", "doc_id", "doc_hash", "chunk_hash", "section_id", "title",
+        "section_path", "text", "source", "page", "part", "parts", "metadata", "body_len",
+        "head_len", "body_tf", "head_tf",
+    ] + (["embedding"] if vectors else [])  # fmt: skip
 
 
 @dataclass
@@ -730,12 +730,20 @@ class PostgresTarget:
                     "section_id text NOT NULL, title text NOT NULL, section_path text[] NOT NULL, "
                     "text text NOT NULL, source text NOT NULL, page integer, part integer NOT NULL,"
                     " parts integer NOT NULL, metadata jsonb NOT NULL, body_len integer NOT NULL, "
-                    "head_len integer NOT NULL, body tsvector NOT NULL, head tsvector NOT NULL"
-                    + vector_col
-                    + ")",
+                    "head_len integer NOT NULL, body_tf jsonb NOT NULL, head_tf jsonb NOT NULL, "
+                    "body tsvector GENERATED ALWAYS AS "
+                    "(array_to_tsvector(groundqa_terms(body_tf))) STORED, "
+                    "head tsvector GENERATED ALWAYS AS "
+                    "(array_to_tsvector(groundqa_terms(head_tf))) STORED" + vector_col + ")",
                     t=chunk_table,
                 )
             )
+            if embedder:
+                # Kept in the row, never compressed or moved out of line: an exact search
+                # reads every vector, and a TOASTed one costs a lookup each.
+                cur.execute(
+                    _sql("ALTER TABLE {t} ALTER COLUMN embedding SET STORAGE PLAIN", t=chunk_table)
+                )
             cur.execute(
                 _sql(
                     "CREATE TABLE {t} (field text NOT NULL, term text NOT NULL, df integer "
@@ -758,11 +766,7 @@ class PostgresTarget:
 
         # New or changed documents: analysed here, vectors reused by content hash, in batches.
         t = time.perf_counter()
-        columns = [
-            "row", "chunk_id", "doc_id", "doc_hash", "chunk_hash", "section_id", "title",
-            "section_path", "text", "source", "page", "part", "parts", "metadata", "body_len",
-            "head_len", "body", "head",
-        ] + (["embedding"] if embedder else [])  # fmt: skip
+        columns = _columns(embedder is not None)
         embed_s = 0.0
         for start in range(0, len(fresh), BATCH):
             batch = [chunks[i] for i in fresh[start : start + BATCH]]
@@ -798,8 +802,8 @@ class PostgresTarget:
                         json.dumps(chunk.metadata, ensure_ascii=False, default=str),
                         len(body),
                         len(head),
-                        tsvector_literal(body),
-                        tsvector_literal(head),
+                        term_counts(body),
+                        term_counts(head),
                     ]
                     if embedder is not None:
                         record.append(vector)
@@ -826,9 +830,19 @@ class PostgresTarget:
             t = time.perf_counter()
             dense = dense_entry(dim)
             with conn.cursor() as cur:
+                # The HNSW graph is built in memory when it fits in maintenance_work_mem, and
+                # many times slower on disk when it does not: this session asks for what the
+                # graph needs (up to HNSW_BUILD_MEMORY_KB), never less than the server's setting.
+                m = int(dense.get("hnsw_m", 16))
+                need_kb = len(chunks) * (dim * 4 + m * 2 * 8 + 128) * 13 // 10 // 1024 + 65536
                 cur.execute(
-                    "SELECT set_config('maintenance_work_mem', '512MB', false), "
-                    "set_config('max_parallel_maintenance_workers', '1', false)"
+                    "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
+                )
+                memory_kb = max(int(cur.fetchone()[0]), min(need_kb, HNSW_BUILD_MEMORY_KB))
+                cur.execute(
+                    "SELECT set_config('maintenance_work_mem', %s, false), "
+                    "set_config('max_parallel_maintenance_workers', '1', false)",
+                    (f"{memory_kb}kB",),
                 )
                 cur.execute(
                     _sql(
@@ -929,10 +943,12 @@ class PostgresTarget:
             if moving:
                 cur.execute(
                     _sql(
-                        "INSERT INTO {new} SELECT m.new_row, p.chunk_id, p.doc_id, p.doc_hash, "
+                        "INSERT INTO {new} ("
+                        + ", ".join(f'"{c}"' for c in _columns(bool(previous.manifest.dense)))
+                        + ") SELECT m.new_row, p.chunk_id, p.doc_id, p.doc_hash, "
                         "p.chunk_hash, p.section_id, p.title, p.section_path, p.text, p.source, "
-                        "p.page, p.part, p.parts, p.metadata, p.body_len, p.head_len, p.body, "
-                        "p.head"
+                        "p.page, p.part, p.parts, p.metadata, p.body_len, p.head_len, p.body_tf, "
+                        "p.head_tf"
                         + (", p.embedding" if previous.manifest.dense else "")
                         + " FROM {old} p JOIN unnest(%s::text[], %s::int4[]) AS m(chunk_id, "
                         "new_row) USING (chunk_id)",
