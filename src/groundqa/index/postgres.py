@@ -4,10 +4,10 @@
     groundqa_builds          one row per build: its manifest, acronyms, corpus statistics and
                              whether it is complete
     groundqa_current         the one build that is served
-    groundqa_chunks_<build>  the build's chunks: metadata as JSONB (GIN index); each field's
-                             term counts as JSONB and, generated from them, a tsvector (GIN
-                             index); the vector in a pgvector column (HNSW index, inner
-                             product on unit vectors)
+    groundqa_chunks_<build>  the build's chunks: metadata as JSONB (GIN index) and the vector
+                             in a pgvector column (HNSW index, inner product on unit vectors)
+    groundqa_lexical_<build> each chunk's term counts per field as JSONB and, generated from
+                             them, a tsvector (GIN index); narrow, so BM25 reads no text
     groundqa_terms_<build>   each term's document frequency, per field
 
 The terms are the `Analyzer`'s: the tsvector is generated from the term counts with
@@ -144,6 +144,14 @@ def term_counts(terms: Sequence[str]) -> str:
     return json.dumps(Counter(t for t in terms if t), ensure_ascii=False, separators=(",", ":"))
 
 
+def _drop(tables: Sequence[str]) -> Any:
+    from psycopg import sql
+
+    return sql.SQL("DROP TABLE IF EXISTS {}").format(
+        sql.SQL(", ").join(sql.Identifier(t) for t in tables)
+    )
+
+
 def _content_hash(*parts: str) -> str:
     h = hashlib.sha256()
     for p in parts:
@@ -184,6 +192,7 @@ MIGRATIONS: list[str] = [
     CREATE TABLE groundqa_builds (
         build_id text PRIMARY KEY,
         chunk_table text NOT NULL,
+        lexical_table text NOT NULL,
         terms_table text NOT NULL,
         manifest jsonb NOT NULL,
         acronyms jsonb NOT NULL DEFAULT '{}',
@@ -248,6 +257,7 @@ def ensure_vector_extension(conn: Any, url: str) -> None:
 class BuildInfo:
     build_id: str
     chunk_table: str
+    lexical_table: str
     terms_table: str
     manifest: Manifest
     acronyms: dict[str, str]
@@ -273,12 +283,12 @@ def _read_build(cur: Any, url: str, build_id: str | None = None) -> BuildInfo:
             )
         build_id = str(row[0])
     cur.execute(
-        "SELECT chunk_table, terms_table, manifest, acronyms, stats, complete "
+        "SELECT chunk_table, lexical_table, terms_table, manifest, acronyms, stats, complete "
         "FROM groundqa_builds WHERE build_id = %s",
         (build_id,),
     )
     found = cur.fetchone()
-    if found is None or not found[5]:
+    if found is None or not found[6]:
         raise IndexCorruptError(
             f"the database at {where} points to build {build_id}, which is missing or "
             "incomplete; rebuild with `groundqa ingest SOURCE... --store URL`"
@@ -287,9 +297,10 @@ def _read_build(cur: Any, url: str, build_id: str | None = None) -> BuildInfo:
         build_id,
         str(found[0]),
         str(found[1]),
-        Manifest.from_dict(found[2]),
-        {str(k): str(v) for k, v in found[3].items()},
-        {str(k): float(v) for k, v in found[4].items()},
+        str(found[2]),
+        Manifest.from_dict(found[3]),
+        {str(k): str(v) for k, v in found[4].items()},
+        {str(k): float(v) for k, v in found[5].items()},
     )
 
 
@@ -565,7 +576,7 @@ class PostgresStore:
             " ORDER BY score DESC, c.row LIMIT %(lex_k)s"
         ).format(
             terms=_ident(self.info.terms_table),
-            chunks=_ident(self.info.chunk_table),
+            chunks=_ident(self.info.lexical_table),
             filter=filter_sql,
             heading=heading,
         )
@@ -618,11 +629,10 @@ def _best_first(item: tuple[int, float]) -> tuple[float, int]:
 
 
 def _columns(vectors: bool) -> list[str]:
-    """The chunk table's written columns, in order (the tsvectors are generated)."""
+    """The chunk table's columns, in order."""
     return [
         "row", "chunk_id", "doc_id", "doc_hash", "chunk_hash", "section_id", "title",
-        "section_path", "text", "source", "page", "part", "parts", "metadata", "body_len",
-        "head_len", "body_tf", "head_tf",
+        "section_path", "text", "source", "page", "part", "parts", "metadata",
     ] + (["embedding"] if vectors else [])  # fmt: skip
 
 
@@ -685,10 +695,11 @@ class PostgresTarget:
         """Remove what killed ingests left: builds never marked complete."""
         with self._conn.cursor() as cur:
             cur.execute(
-                "SELECT build_id, chunk_table, terms_table FROM groundqa_builds WHERE NOT complete"
+                "SELECT build_id, chunk_table, lexical_table, terms_table FROM groundqa_builds "
+                "WHERE NOT complete"
             )
-            for build_id, chunks, terms in cur.fetchall():
-                cur.execute(_sql("DROP TABLE IF EXISTS {a}, {b}", a=chunks, b=terms))
+            for build_id, *tables in cur.fetchall():
+                cur.execute(_drop(tables))
                 cur.execute("DELETE FROM groundqa_builds WHERE build_id = %s", (build_id,))
         self._conn.commit()
 
@@ -714,13 +725,14 @@ class PostgresTarget:
         manifest = make_manifest("", {})
         build_id = manifest.build_id
         chunk_table, terms_table = _table("chunks", build_id), _table("terms", build_id)
+        lexical_table = _table("lexical", build_id)
         previous = self._previous(manifest, embedder)
         dim = int(embedder.embed(["dimension probe"]).shape[1]) if embedder else 0
         with conn.cursor() as cur:
             cur.execute(
-                "INSERT INTO groundqa_builds (build_id, chunk_table, terms_table, manifest) "
-                "VALUES (%s, %s, %s, %s)",
-                (build_id, chunk_table, terms_table, json.dumps(manifest.to_dict())),
+                "INSERT INTO groundqa_builds (build_id, chunk_table, lexical_table, terms_table, "
+                "manifest) VALUES (%s, %s, %s, %s, %s)",
+                (build_id, chunk_table, lexical_table, terms_table, json.dumps(manifest.to_dict())),
             )
             vector_col = f", embedding vector({dim})" if embedder else ""
             cur.execute(
@@ -729,13 +741,22 @@ class PostgresTarget:
                     "doc_id text NOT NULL, doc_hash text NOT NULL, chunk_hash text NOT NULL, "
                     "section_id text NOT NULL, title text NOT NULL, section_path text[] NOT NULL, "
                     "text text NOT NULL, source text NOT NULL, page integer, part integer NOT NULL,"
-                    " parts integer NOT NULL, metadata jsonb NOT NULL, body_len integer NOT NULL, "
+                    " parts integer NOT NULL, metadata jsonb NOT NULL" + vector_col + ")",
+                    t=chunk_table,
+                )
+            )
+            # Term counts stay in the row uncompressed (up to a page), so BM25 reads each
+            # count by key without decompressing the object once per query term.
+            cur.execute(
+                _sql(
+                    "CREATE TABLE {t} (row integer PRIMARY KEY, body_len integer NOT NULL, "
                     "head_len integer NOT NULL, body_tf jsonb NOT NULL, head_tf jsonb NOT NULL, "
                     "body tsvector GENERATED ALWAYS AS "
                     "(array_to_tsvector(groundqa_terms(body_tf))) STORED, "
                     "head tsvector GENERATED ALWAYS AS "
-                    "(array_to_tsvector(groundqa_terms(head_tf))) STORED" + vector_col + ")",
-                    t=chunk_table,
+                    "(array_to_tsvector(groundqa_terms(head_tf))) STORED) "
+                    "WITH (toast_tuple_target = 8160)",
+                    t=lexical_table,
                 )
             )
             if embedder:
@@ -758,7 +779,9 @@ class PostgresTarget:
         copied: set[str] = set()
         if previous is not None:
             t = time.perf_counter()
-            copied = self._copy_unchanged(previous, chunk_table, chunks, doc_hashes, rows)
+            copied = self._copy_unchanged(
+                previous, chunk_table, lexical_table, chunks, doc_hashes, rows
+            )
             stats.copied_documents = len(copied)
             stats.timings_s["copy"] = time.perf_counter() - t
         fresh = [i for i, c in enumerate(chunks) if c.doc_id not in copied]
@@ -781,6 +804,7 @@ class PostgresTarget:
                 "COPY {t} (" + ", ".join(f'"{c}"' for c in columns) + ") FROM STDIN",
                 t=chunk_table,
             )
+            lexical_rows = []
             with conn.cursor() as cur, cur.copy(copy_sql) as copy:
                 for chunk, text, h, vector in zip(batch, texts, hashes, vectors, strict=True):
                     body = analyzer.terms(text)
@@ -800,14 +824,25 @@ class PostgresTarget:
                         chunk.part,
                         chunk.parts,
                         json.dumps(chunk.metadata, ensure_ascii=False, default=str),
-                        len(body),
-                        len(head),
-                        term_counts(body),
-                        term_counts(head),
                     ]
                     if embedder is not None:
                         record.append(vector)
                     copy.write_row(record)
+                    lexical_rows.append(
+                        (
+                            rows[chunk.chunk_id],
+                            len(body),
+                            len(head),
+                            term_counts(body),
+                            term_counts(head),
+                        )
+                    )
+            lexical_copy = _sql(
+                "COPY {t} (row, body_len, head_len, body_tf, head_tf) FROM STDIN", t=lexical_table
+            )
+            with conn.cursor() as cur, cur.copy(lexical_copy) as copy:
+                for lexical_row in lexical_rows:
+                    copy.write_row(lexical_row)
             conn.commit()
             stats.written_chunks += len(batch)
             progress(len(batch))
@@ -817,8 +852,8 @@ class PostgresTarget:
         # Indexes and corpus statistics, then the build becomes current in one transaction.
         t = time.perf_counter()
         with conn.cursor() as cur:
+            cur.execute(_sql("CREATE INDEX ON {t} USING gin (body)", t=lexical_table))
             for sql_text in (
-                "CREATE INDEX ON {t} USING gin (body)",
                 "CREATE INDEX ON {t} USING gin (metadata jsonb_path_ops)",
                 "CREATE INDEX ON {t} (doc_id)",
                 "CREATE INDEX ON {t} (chunk_hash)",
@@ -860,9 +895,9 @@ class PostgresTarget:
             cur.execute(
                 _sql(
                     "INSERT INTO {terms} SELECT 'b', word, ndoc FROM ts_stat('SELECT body FROM "
-                    + f'"{chunk_table}"'
+                    + f'"{lexical_table}"'
                     + "') UNION ALL SELECT 'h', word, ndoc FROM ts_stat('SELECT head FROM "
-                    + f'"{chunk_table}"'
+                    + f'"{lexical_table}"'
                     + "')",
                     terms=terms_table,
                 )
@@ -871,7 +906,7 @@ class PostgresTarget:
                 _sql(
                     "SELECT count(*), coalesce(avg(body_len), 0), coalesce(avg(head_len), 0), "
                     "coalesce(max(head_len), 0) FROM {t}",
-                    t=chunk_table,
+                    t=lexical_table,
                 )
             )
             n, avg_body, avg_head, max_head = cur.fetchone()
@@ -932,38 +967,56 @@ class PostgresTarget:
         self,
         previous: BuildInfo,
         chunk_table: str,
+        lexical_table: str,
         chunks: Sequence[Chunk],
         doc_hashes: dict[str, str],
         rows: dict[str, int],
     ) -> set[str]:
+        """Copy the chunks of documents whose content hash is unchanged, with new row numbers."""
         with self._conn.cursor() as cur:
             cur.execute(_sql("SELECT DISTINCT doc_id, doc_hash FROM {t}", t=previous.chunk_table))
             unchanged = {d for d, h in cur.fetchall() if doc_hashes.get(d) == h}
             moving = [c for c in chunks if c.doc_id in unchanged]
-            if moving:
-                cur.execute(
-                    _sql(
-                        "INSERT INTO {new} ("
-                        + ", ".join(f'"{c}"' for c in _columns(bool(previous.manifest.dense)))
-                        + ") SELECT m.new_row, p.chunk_id, p.doc_id, p.doc_hash, "
-                        "p.chunk_hash, p.section_id, p.title, p.section_path, p.text, p.source, "
-                        "p.page, p.part, p.parts, p.metadata, p.body_len, p.head_len, p.body_tf, "
-                        "p.head_tf"
-                        + (", p.embedding" if previous.manifest.dense else "")
-                        + " FROM {old} p JOIN unnest(%s::text[], %s::int4[]) AS m(chunk_id, "
-                        "new_row) USING (chunk_id)",
-                        new=chunk_table,
-                        old=previous.chunk_table,
-                    ),
-                    ([c.chunk_id for c in moving], [rows[c.chunk_id] for c in moving]),
+            if not moving:
+                return set()
+            columns = _columns(bool(previous.manifest.dense))
+            mapping = ([c.chunk_id for c in moving], [rows[c.chunk_id] for c in moving])
+            cur.execute(
+                _sql(
+                    "CREATE TEMP TABLE groundqa_moves ON COMMIT DROP AS SELECT p.row AS old_row, "
+                    "m.new_row FROM {old} p JOIN unnest(%s::text[], %s::int4[]) "
+                    "AS m(chunk_id, new_row) USING (chunk_id)",
+                    old=previous.chunk_table,
+                ),
+                mapping,
+            )
+            if cur.rowcount != len(moving):
+                raise IndexCorruptError(
+                    f"the previous build {previous.build_id} lacks chunks of unchanged "
+                    "documents; rebuild with --force"
                 )
-                if cur.rowcount != len(moving):
-                    raise IndexCorruptError(
-                        f"the previous build {previous.build_id} lacks chunks of unchanged "
-                        "documents; rebuild with --force"
-                    )
+            cur.execute(
+                _sql(
+                    "INSERT INTO {new} ("
+                    + ", ".join(f'"{c}"' for c in columns)
+                    + ") SELECT m.new_row, "
+                    + ", ".join(f'p."{c}"' for c in columns[1:])
+                    + " FROM {old} p JOIN groundqa_moves m ON m.old_row = p.row",
+                    new=chunk_table,
+                    old=previous.chunk_table,
+                )
+            )
+            cur.execute(
+                _sql(
+                    "INSERT INTO {new} (row, body_len, head_len, body_tf, head_tf) "
+                    "SELECT m.new_row, l.body_len, l.head_len, l.body_tf, l.head_tf "
+                    "FROM {old} l JOIN groundqa_moves m ON m.old_row = l.row",
+                    new=lexical_table,
+                    old=previous.lexical_table,
+                )
+            )
         self._conn.commit()
-        return unchanged if moving else set()
+        return unchanged
 
     def _vectors_for(
         self,
@@ -1000,12 +1053,12 @@ class PostgresTarget:
         """Drop builds other than the current one and the one before (open readers finish)."""
         with self._conn.cursor() as cur:
             cur.execute(
-                "SELECT build_id, chunk_table, terms_table FROM groundqa_builds "
+                "SELECT build_id, chunk_table, lexical_table, terms_table FROM groundqa_builds "
                 "WHERE NOT (build_id = ANY(%s))",
                 (list(keep),),
             )
-            for build_id, chunks, terms in cur.fetchall():
-                cur.execute(_sql("DROP TABLE IF EXISTS {a}, {b}", a=chunks, b=terms))
+            for build_id, *tables in cur.fetchall():
+                cur.execute(_drop(tables))
                 cur.execute("DELETE FROM groundqa_builds WHERE build_id = %s", (build_id,))
         self._conn.commit()
 

@@ -1,0 +1,403 @@
+"""Scale: the index directory and PostgreSQL side by side on synthetic corpora.
+
+Synthetic chunks (no model runs: 1M real passages cannot be embedded on 2 cores):
+~100 words each, drawn from a Zipf distribution over 30,000 made-up words, five
+chunks per document; vectors are 384-dimensional unit vectors around 256 cluster
+centres (MiniLM's size; clustered like real embeddings, not uniform noise). A query
+is 3 to 5 words of one chunk, none of the 100 most frequent (they play the part of
+stopwords), and a noisy copy of its vector.
+
+Both stores are written through the same code `groundqa ingest` uses after chunking
+(`ingestion.DirectoryTarget` and `index.postgres.PostgresTarget`) with the vectors handed
+in, so ingest rate covers analysis, writing and index building, not embedding. Each
+store and size runs in its own process: peak memory is that process's VmHWM (for
+PostgreSQL, the client's; the server's own memory is its shared buffers plus what an
+index build asks for, reported separately). Latency is one store call for the top 10
+(hybrid: each method's top 100 fused, as the engine asks), after warm-up.
+
+    python bench/scale.py                       # part of make bench; BENCH_SCALES=10000,100000
+    python bench/scale.py --one directory 10000 # one store and size, JSON on stdout
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from _common import ROOT, WORK, latency_summary, machine, write_result
+
+sys.path.insert(0, str(ROOT))
+
+DIM = 384
+VOCAB = 30_000
+WORDS_PER_CHUNK = 100
+CHUNKS_PER_DOC = 5
+CLUSTERS = 256
+QUERIES = 200
+HEAD = 100  # the most frequent made-up words, which play the part of stopwords
+SCALES = tuple(int(n) for n in os.environ.get("BENCH_SCALES", "10000,100000").split(","))
+SCALE_WORK = WORK.parent / ".work-scale"
+
+
+def _words() -> list[str]:
+    rng = np.random.default_rng(7)
+    syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+    out: set[str] = set()
+    while len(out) < VOCAB:
+        n = int(rng.integers(2, 5))
+        out.add("".join(syllables[int(i)] for i in rng.integers(0, len(syllables), n)))
+    return sorted(out)
+
+
+def synthetic(n: int) -> tuple[list[Any], np.ndarray, list[tuple[list[str], np.ndarray]]]:
+    """`n` chunks, their vectors, and QUERIES (query words, query vector) pairs."""
+    from groundqa.models import Chunk
+
+    rng = np.random.default_rng(n)
+    words = np.asarray(_words())
+    ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
+    p = 1.0 / ranks**1.07
+    p /= p.sum()
+    ids = rng.choice(VOCAB, size=(n, WORDS_PER_CHUNK), p=p)
+    chunks = []
+    for i in range(n):
+        doc, part = divmod(i, CHUNKS_PER_DOC)
+        chunks.append(
+            Chunk(
+                chunk_id=f"c{i}",
+                doc_id=f"d{doc}",
+                section_id=f"d{doc}#{part}",
+                title=f"Notice {doc}",
+                section_path=(f"Part {part + 1}",),
+                text=" ".join(words[ids[i]]),
+                source=f"synthetic/d{doc}.md",
+                part=0,
+                parts=1,
+            )
+        )
+    centres = rng.standard_normal((CLUSTERS, DIM)).astype(np.float32)
+    vectors = centres[rng.integers(0, CLUSTERS, n)] + 0.6 * rng.standard_normal(
+        (n, DIM), dtype=np.float32
+    )
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    queries = []
+    for i in rng.integers(0, n, QUERIES):
+        k = int(rng.integers(3, 6))
+        q = vectors[i] + 0.08 * rng.standard_normal(DIM, dtype=np.float32)
+        # Query words come from below the Zipf head, as a stopword list would leave them.
+        pool = ids[i][ids[i] >= HEAD]
+        queries.append(([str(w) for w in rng.choice(words[pool], k)], q / np.linalg.norm(q)))
+    return chunks, vectors, queries
+
+
+class Handed:
+    """An embedder that returns vectors already made, looked up by text."""
+
+    name = "synthetic"
+    model_id = "synthetic-384"
+
+    def __init__(self, texts: list[str], vectors: np.ndarray) -> None:
+        self.rows = {t: i for i, t in enumerate(texts)}
+        self.vectors = vectors
+
+    def embed(self, texts: Any, progress: Any = None) -> np.ndarray:
+        if list(texts) == ["dimension probe"]:
+            return self.vectors[:1]
+        return self.vectors[[self.rows[t] for t in texts]]
+
+
+def _peak_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def _dir_mb(path: Path) -> float:
+    return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6, 1)
+
+
+def _measure(store: Any, queries: list[tuple[list[str], np.ndarray]]) -> dict[str, Any]:
+    from groundqa.fusion import Fusion
+    from groundqa.text import Analyzer
+
+    analyzer = Analyzer()
+    terms = [analyzer.terms(" ".join(words)) for words, _ in queries]
+    calls = {
+        "lexical": lambda i: store.lexical_search(terms[i], 10),
+        "vector": lambda i: store.vector_search(queries[i][1], 10),
+        "vector_exact": lambda i: store.vector_search(queries[i][1], 10, exact=True),
+        "hybrid": lambda i: store.hybrid_search(terms[i], queries[i][1], 100, None, Fusion("rrf")),
+    }
+    out: dict[str, Any] = {}
+    for name, call in calls.items():
+        for i in range(10):
+            call(i)
+        ms = []
+        for i in range(len(queries)):
+            t = time.perf_counter()
+            call(i)
+            ms.append((time.perf_counter() - t) * 1000)
+        out[name] = latency_summary(ms)
+    overlap = []
+    for _, q in queries:
+        exact = {r for r, _ in store.vector_search(q, 10, exact=True)}
+        approx = {r for r, _ in store.vector_search(q, 10)}
+        overlap.append(len(exact & approx) / max(len(exact), 1))
+    out["vector_recall_at_10_of_exact"] = round(float(np.mean(overlap)), 4)
+    return out
+
+
+def one(kind: str, n: int, url: str | None) -> dict[str, Any]:
+    """Build and query one store at one size in this process; the figures as a dict."""
+    from groundqa.index.dense import DenseSettings
+    from groundqa.index.lexical import BM25Settings
+    from groundqa.index.store import Manifest, new_build_id
+    from groundqa.text import Analyzer
+
+    t = time.perf_counter()
+    chunks, vectors, queries = synthetic(n)
+    generate_s = time.perf_counter() - t
+    texts = [c.index_text(True) for c in chunks]
+    embedder = Handed(texts, vectors)
+    dense, bm25, analyzer = DenseSettings(), BM25Settings(), Analyzer()
+    timings: dict[str, float] = {}
+
+    def make_manifest(build_id: str, dense_entry: dict[str, Any]) -> Manifest:
+        return Manifest(
+            build_id=build_id or new_build_id(),
+            created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            corpus={"fingerprint": f"synthetic-{n}", "build_fingerprint": f"synthetic-{n}"},
+            chunker={},
+            lexical=bm25.to_dict(),
+            analyzer=analyzer.name,
+            dense=dense_entry,
+            counts={"documents": n // CHUNKS_PER_DOC, "sections": n, "chunks": n},
+        )
+
+    result: dict[str, Any] = {"store": kind, "chunks": n, "generate_s": round(generate_s, 1)}
+    t = time.perf_counter()
+    if kind == "directory":
+        from groundqa.index import load_index
+        from groundqa.ingestion import BuildInput, DirectoryTarget, NullReporter
+
+        folder = SCALE_WORK / f"directory-{n}"
+        shutil.rmtree(folder, ignore_errors=True)
+        target = DirectoryTarget(folder)
+        with target.lock():
+            target.write(
+                BuildInput(
+                    chunks=chunks,
+                    documents=[],
+                    analyzer=analyzer,
+                    bm25=bm25,
+                    dense=dense,
+                    embedder=embedder,
+                    with_path=True,
+                    make_manifest=make_manifest,
+                    timings=timings,
+                ),
+                NullReporter(),
+            )
+        ingest_s = time.perf_counter() - t
+        build = next((folder / "builds").iterdir())
+        result.update(
+            ingest_s=round(ingest_s, 1),
+            index_lexical_s=round(timings.get("index", 0.0), 1),
+            # Looking the vectors up is instant; the rest is the faiss graph and the save.
+            index_vectors_s=round(timings.get("embed", 0.0), 1),
+            disk_mb=_dir_mb(build),
+        )
+        t = time.perf_counter()
+        store: Any = load_index(folder, analyzer)
+        result["open_s"] = round(time.perf_counter() - t, 2)
+    else:
+        import psycopg
+
+        from groundqa.index.postgres import PostgresStore, PostgresTarget
+
+        assert url is not None
+        target_pg = PostgresTarget(url)
+        with target_pg.lock():
+            _, stats = target_pg.write(
+                chunks,
+                {c.doc_id: c.doc_id for c in chunks},
+                analyzer=analyzer,
+                with_path=True,
+                heading_weight=bm25.heading_weight,
+                embedder=embedder,
+                make_manifest=make_manifest,
+                dense_entry=lambda dim: {
+                    **dense.to_dict(),
+                    "model_id": embedder.model_id,
+                    "dim": dim,
+                },
+                acronyms={},
+            )
+        ingest_s = time.perf_counter() - t
+        with psycopg.connect(url) as conn:
+            size = conn.execute(
+                "SELECT sum(pg_total_relation_size(quote_ident(chunk_table)) + "
+                "pg_total_relation_size(quote_ident(terms_table))) FROM groundqa_builds"
+            ).fetchone()[0]
+        result.update(
+            ingest_s=round(ingest_s, 1),
+            index_lexical_s=round(stats.timings_s.get("index_lexical", 0.0), 1),
+            index_vectors_s=round(stats.timings_s.get("index_vectors", 0.0), 1),
+            disk_mb=round(int(size) / 1e6, 1),
+        )
+        t = time.perf_counter()
+        store = PostgresStore.open(url)
+        result["open_s"] = round(time.perf_counter() - t, 2)
+    result["ingest_chunks_per_s"] = round(n / ingest_s, 0)
+    result.update(_measure(store, queries))
+    store.close()
+    result["peak_mb"] = _peak_mb()
+    return result
+
+
+def _run_one(kind: str, n: int, url: str | None) -> dict[str, Any]:
+    args = [sys.executable, __file__, "--one", kind, str(n)] + ([url] if url else [])
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"store": kind, "chunks": n, "error": proc.stderr.strip().splitlines()[-1:]}
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _fresh_database(admin: str, name: str) -> str:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return admin.rsplit("/", 1)[0] + "/" + name
+
+
+def _pg_server_mb(data: Path) -> float:
+    """Summed VmHWM of the PostgreSQL server's processes (postmaster and its children)."""
+    pid = int((data / "postmaster.pid").read_text().split()[0])
+    total = 0
+    for child in [pid, *_children(pid)]:
+        try:
+            status = Path(f"/proc/{child}/status").read_text()
+        except OSError:
+            continue
+        total += next(
+            int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")
+        )
+    return round(total / 1024, 1)
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def run() -> dict[str, Any]:
+    from tests import pgserver
+
+    SCALE_WORK.mkdir(parents=True, exist_ok=True)
+    data_dir = SCALE_WORK / "pgdata"
+    shutil.rmtree(data_dir, ignore_errors=True)
+    admin = pgserver.start(data_dir, fast=False)
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    try:
+        for n in SCALES:
+            rows.append(_run_one("directory", n, None))
+            url = _fresh_database(admin, f"scale_{n}")
+            row = _run_one("postgresql", n, url)
+            row["server_peak_mb"] = _pg_server_mb(data_dir)
+            rows.append(row)
+    finally:
+        pgserver.stop(data_dir)
+        shutil.rmtree(data_dir, ignore_errors=True)
+    data = {"machine": machine(), "dim": DIM, "queries": QUERIES, "runs": rows}
+    data["seconds"] = round(time.perf_counter() - started, 1)
+    write_result("scale", data, _markdown(rows))
+    return data
+
+
+def _markdown(rows: list[dict[str, Any]]) -> str:
+    def cell(r: dict[str, Any], key: str, sub: str | None = None) -> str:
+        value = r.get(key, "")
+        if sub is not None and isinstance(value, dict):
+            value = value.get(sub, "")
+        return str(value)
+
+    lines = [
+        "## Scale: index directory and PostgreSQL on synthetic corpora",
+        "",
+        f"`python bench/scale.py` (part of `make bench`; sizes from `BENCH_SCALES`, here "
+        f"{', '.join(f'{n:,}' for n in SCALES)} chunks). Synthetic text and {DIM}-dimension "
+        "clustered vectors, no embedding; both stores written by the code `groundqa ingest` "
+        "runs after chunking; each store and size in its own process. PostgreSQL 18.6 with "
+        "pgvector 0.8 on the same 2 cores, default server settings (fsync on), HNSW m=32, "
+        "ef_construction=200, ef_search=128 in both stores; vectors are searched through HNSW "
+        "from 100,000 chunks (`ann_threshold`), exactly below. Latency: one store call, "
+        f"{QUERIES} queries, top 10 (hybrid: each method's top 100 fused by RRF).",
+        "",
+        "| store | chunks | ingest s | chunks/s | lexical index s | vector index s | disk MB | "
+        "open s | lexical p50/p95 ms | vector p50/p95 ms | exact vector p50/p95 ms | "
+        "hybrid p50/p95 ms | vector recall@10 of exact | peak MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['store']} | {r['chunks']:,} | failed: {r['error']} |")
+            continue
+        peak = cell(r, "peak_mb") + (
+            f" (+ server {r['server_peak_mb']})" if "server_peak_mb" in r else ""
+        )
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r["store"],
+                    f"{r['chunks']:,}",
+                    cell(r, "ingest_s"),
+                    f"{int(r['ingest_chunks_per_s']):,}",
+                    cell(r, "index_lexical_s"),
+                    cell(r, "index_vectors_s"),
+                    cell(r, "disk_mb"),
+                    cell(r, "open_s"),
+                    *(
+                        f"{r[m]['p50_ms']:.2f} / {r[m]['p95_ms']:.2f}"
+                        for m in ("lexical", "vector", "vector_exact", "hybrid")
+                    ),
+                    cell(r, "vector_recall_at_10_of_exact"),
+                    peak,
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--one", nargs="+", metavar=("STORE", "N"))
+    args = parser.parse_args()
+    if args.one:
+        kind, n, *url = args.one
+        print(json.dumps(one(kind, int(n), url[0] if url else None)))
+    else:
+        run()
+
+
+if __name__ == "__main__":
+    main()
