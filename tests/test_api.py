@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -616,3 +617,56 @@ def test_a_generator_that_cannot_be_reached_fails_softly(engine: Engine) -> None
             assert "cannot reach openai" in data["error"] and data["citations"] == []
             assert data["passages"] and data["cache"] == "miss"
         assert httpx.get(f"{base}/health").status_code == 200
+
+
+def keep_asking_through(base: str, rebuild: Callable[[], str], seconds: float = 30) -> list[str]:
+    """Ask questions without pause while `rebuild()` makes a new build current, until the
+    server reports that build; every answer must be a 200. Returns the build ids seen."""
+    seen: list[str] = []
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def ask() -> None:
+        with httpx.Client(timeout=30) as client:
+            while not stop.is_set():
+                reply = client.post(f"{base}/query", json={"question": NEER})
+                if reply.status_code != 200:
+                    failures.append(reply.text)
+
+    asker = threading.Thread(target=ask, daemon=True)
+    asker.start()
+    try:
+        new_build = rebuild()
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            build = httpx.get(f"{base}/health").json()["index"]["build_id"]
+            if not seen or seen[-1] != build:
+                seen.append(build)
+            if build == new_build:
+                break
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        asker.join(timeout=30)
+    assert not failures, failures[:3]
+    assert seen[-1] == new_build, seen
+    return seen
+
+
+def test_a_running_server_picks_up_a_rebuilt_index(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REGPACK, corpus)
+    index = tmp_path / "idx"
+    first = ingest([corpus], index, dense=None)
+    engine = Engine.open(index)
+    with live_server(engine, ServeSettings(cache="off", reload_s=0.2)) as base:
+
+        def rebuild() -> str:
+            with (corpus / "extra.md").open("w", encoding="utf-8") as f:
+                f.write("# Ferries\n\n## Timetable\n\nThe ferry leaves at dawn.\n")
+            return ingest([corpus], index, dense=None).build_id
+
+        seen = keep_asking_through(base, rebuild)
+        assert seen[0] == first.build_id and len(seen) == 2
+        hits = post(base, "/query", {"question": "When does the ferry leave?"}).json()
+        assert any(p["doc_id"] == "extra.md" for p in hits["passages"])

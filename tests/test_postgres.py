@@ -31,7 +31,7 @@ from groundqa.errors import IndexLockedError, IndexVersionError
 from groundqa.evaluate.probes import load_probes
 from groundqa.ingestion import ingest
 from tests.conftest import REGPACK, REGPACK_PROBES, pg_database_url
-from tests.test_api import _free_port, _wait_for_health
+from tests.test_api import _free_port, _wait_for_health, keep_asking_through
 
 psycopg = pytest.importorskip(
     "psycopg", reason="PostgreSQL tests need pip install -e '.[postgres]'"
@@ -361,7 +361,8 @@ def test_a_schema_from_a_newer_groundqa_is_refused_and_left_alone(
 
 
 def test_serve_runs_several_workers_over_one_database(pg_url: str, tmp_path: Path) -> None:
-    ingest([_copy_corpus(tmp_path)], pg_url, dense=None)
+    corpus = _copy_corpus(tmp_path)
+    first = ingest([corpus], pg_url, dense=None)
     port = _free_port()
     proc = subprocess.Popen(
         [*GROUNDQA, "serve", "--store", pg_url, "--port", str(port), "--workers", "2"],
@@ -384,6 +385,23 @@ def test_serve_runs_several_workers_over_one_database(pg_url: str, tmp_path: Pat
             timeout=60,
         )
         assert reply.status_code == 200 and reply.json()["citations"]
+
+        # An ingest while the workers serve: each notices the new build, no request fails.
+        def rebuild() -> str:
+            (corpus / "extra.md").write_text(
+                "# Ferries\n\n## Timetable\n\nThe ferry leaves at dawn.\n", "utf-8"
+            )
+            return ingest([corpus], pg_url, dense=None).build_id
+
+        keep_asking_through(base, rebuild)
+        # Every worker, not only the one that answered last, within its reload interval.
+        streak, deadline = 0, time.monotonic() + 20
+        while streak < 20 and time.monotonic() < deadline:
+            with httpx.Client() as client:
+                health = client.get(f"{base}/health").json()
+            fresh = health["index"]["counts"]["documents"] == first.counts["documents"] + 1
+            streak = streak + 1 if fresh else 0
+        assert streak == 20
     finally:
         proc.terminate()
         stdout, stderr = proc.communicate(timeout=30)

@@ -32,6 +32,8 @@ import importlib.resources
 import json
 import os
 import re
+import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -90,6 +92,8 @@ class ServeSettings:
     max_body_bytes: int = 65_536
     max_probes: int = 500
     generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
+    # How often (seconds) a request may check whether the index has a new current build.
+    reload_s: float = 2.0
 
     def __post_init__(self) -> None:
         if self.token is not None and not self.token.strip():
@@ -594,9 +598,41 @@ def _validation_message(errors: Sequence[Any], body: Any) -> str:
     return "; ".join(parts) or "the request is not valid"
 
 
+class LiveEngine:
+    """The Engine over the index's current build: a request at most every `reload_s` asks
+    the store which build is current, and a new one is opened and swapped in while
+    requests in flight finish on the old one (see `index.base.Store.current_build_id`)."""
+
+    def __init__(self, engine: Engine, reload_s: float) -> None:
+        self.engine = engine
+        self.reload_s = reload_s
+        self._checked = time.monotonic()
+        self._lock = threading.Lock()
+
+    def get(self) -> Engine:
+        if self.reload_s <= 0 or time.monotonic() - self._checked < self.reload_s:
+            return self.engine
+        if not self._lock.acquire(blocking=False):
+            return self.engine  # another request is checking or opening
+        try:
+            self._checked = time.monotonic()
+            try:
+                current = self.engine.store.current_build_id()
+            except GroundqaError:
+                return self.engine  # a rebuild in progress or a store that is down: keep serving
+            if current and current != self.engine.manifest.build_id:
+                old, self.engine = self.engine, self.engine.reopen()
+                # Requests still reading the old build finish first; its store closes later.
+                threading.Timer(60, old.store.close).start()
+            return self.engine
+        finally:
+            self._lock.release()
+
+
 def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     """The API over one opened Engine. Raises UsageError for a bad cache setting."""
     cache = make_cache(settings.cache)
+    live = LiveEngine(engine, settings.reload_s)
     web = load_web()
 
     @asynccontextmanager
@@ -647,6 +683,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     @app.get("/health", responses=_errors(500))
     def health() -> dict[str, Any]:
         """What is loaded, and whether the cache answers. Never needs the token."""
+        engine = live.get()
         m = engine.manifest
         facets = set(engine.facets.keys())
         return {
@@ -680,7 +717,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     @app.post("/query", responses=_errors(400, 401, 413, 422, 500))
     def query(body: QueryRequest) -> dict[str, Any]:
         """Answer a question with citations, or refuse. `cache` says whether it was cached."""
-        return answer(engine, cache, settings.cache_ttl, body, settings.generator_options)
+        return answer(live.get(), cache, settings.cache_ttl, body, settings.generator_options)
 
     @app.post(
         "/query/stream",
@@ -695,7 +732,9 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     )
     def query_stream(body: QueryRequest) -> EventStreamResponse:
         """The same answer as Server-Sent Events. Bad requests fail before the stream starts."""
-        events = stream_events(engine, cache, settings.cache_ttl, body, settings.generator_options)
+        events = stream_events(
+            live.get(), cache, settings.cache_ttl, body, settings.generator_options
+        )
         return EventStreamResponse(events, headers={"Cache-Control": "no-cache"})
 
     @app.get("/sources/{doc_id:path}", responses=_errors(401, 404, 500))
@@ -704,7 +743,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
 
         The id may contain `/`; a `#` in it is sent percent-encoded, as `%23`.
         """
-        chunks = engine.document_chunks(doc_id)
+        chunks = live.get().document_chunks(doc_id)
         if not chunks:
             raise HTTPException(404, f"no document {doc_id!r} in this index")
         return document_view(chunks)
@@ -712,7 +751,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     @app.get("/chunks/{chunk_id}", responses=_errors(401, 404, 500))
     def chunk(chunk_id: str) -> dict[str, Any]:
         """One chunk with its section breadcrumb, link, text and metadata."""
-        found = engine.chunk(chunk_id)
+        found = live.get().chunk(chunk_id)
         if found is None:
             raise HTTPException(404, f"no chunk {chunk_id!r} in this index")
         return chunk_view(found)
@@ -727,7 +766,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
                 "so split the set or use `groundqa eval`",
             )
         report = evaluate_probes(
-            engine, parse_probes(body.probes), ks=body.k, retriever=body.retriever
+            live.get(), parse_probes(body.probes), ks=body.k, retriever=body.retriever
         )
         return report.to_dict()
 

@@ -97,6 +97,10 @@ class Engine:
         analyzer = Analyzer()
         return cls(open_store(location, analyzer), analyzer, embedder_options)
 
+    def reopen(self) -> Engine:
+        """An Engine over the build the same index holds now (after a rebuild)."""
+        return Engine(self.store.reopen(), self.analyzer, self.embedder_options)
+
     @property
     def retrievers(self) -> tuple[str, ...]:
         """The retrieval methods this index can serve."""

@@ -148,6 +148,9 @@ class DirectoryStore:
     def current_build_id(self) -> str:
         return current_build(self.index_dir).name
 
+    def reopen(self) -> DirectoryStore:
+        return load_index(self.index_dir, self.lexical.analyzer)
+
     def close(self) -> None:
         return None
 

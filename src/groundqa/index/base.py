@@ -97,6 +97,10 @@ class Store(Protocol):
         rebuild); cheap enough to call between requests."""
         ...
 
+    def reopen(self) -> Store:
+        """The same index opened again at its current build."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -307,9 +307,7 @@ def _read_build(cur: Any, url: str, build_id: str | None = None) -> BuildInfo:
 class PostgresStore:
     """One complete build in PostgreSQL, opened for queries through a connection pool."""
 
-    def __init__(
-        self, url: str, info: BuildInfo, pool: Any, *, ann: str = "auto", pool_size: int = 0
-    ) -> None:
+    def __init__(self, url: str, info: BuildInfo, pool: Any, *, ann: str = "auto") -> None:
         self.url = url
         self.info = info
         self._pool = pool
@@ -321,7 +319,6 @@ class PostgresStore:
         self.k1 = float(lexical.get("k1", 1.5))
         self.b = float(lexical.get("b", 0.75))
         self._heading_weight = float(info.stats.get("heading_weight", 0.0))
-        del pool_size
 
     @classmethod
     def open(cls, url: str, *, ann: str = "auto", pool_size: int = POOL_SIZE) -> PostgresStore:
@@ -506,6 +503,9 @@ class PostgresStore:
             cur.execute("SELECT build_id FROM groundqa_current")
             row = cur.fetchone()
         return "" if row is None else str(row[0])
+
+    def reopen(self) -> PostgresStore:
+        return PostgresStore.open(self.url, ann=self.ann, pool_size=self._pool.max_size)
 
     def close(self) -> None:
         self._pool.close()
