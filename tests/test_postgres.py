@@ -26,12 +26,13 @@ import httpx
 import numpy as np
 import pytest
 
+from groundqa.api import ServeSettings
 from groundqa.engine import Engine
-from groundqa.errors import IndexLockedError, IndexVersionError
+from groundqa.errors import IndexLockedError, IndexVersionError, StoreUnavailableError
 from groundqa.evaluate.probes import load_probes
 from groundqa.ingestion import ingest
 from tests.conftest import REGPACK, REGPACK_PROBES, pg_database_url
-from tests.test_api import _free_port, _wait_for_health, keep_asking_through
+from tests.test_api import _free_port, _wait_for_health, keep_asking_through, live_server
 
 psycopg = pytest.importorskip(
     "psycopg", reason="PostgreSQL tests need pip install -e '.[postgres]'"
@@ -39,7 +40,6 @@ psycopg = pytest.importorskip(
 from groundqa.index.postgres import (  # noqa: E402
     PostgresStore,
     PostgresTarget,
-    StoreUnavailableError,
     redact,
 )
 
@@ -355,6 +355,39 @@ def test_a_schema_from_a_newer_groundqa_is_refused_and_left_alone(
         versions = conn.execute("SELECT version FROM groundqa_schema ORDER BY version").fetchall()
         current = conn.execute("SELECT build_id FROM groundqa_current").fetchone()
     assert versions == [(1,), (99,)] and current == (built.build_id,)
+
+
+def test_a_database_that_goes_away_is_a_503_with_retry_after(
+    pg_admin_url: str, pg_url: str, tmp_path: Path
+) -> None:
+    ingest([_copy_corpus(tmp_path)], pg_url, dense=None)
+    engine = Engine.open(pg_url)
+    name = pg_url.rsplit("/", 1)[1]
+    question = {"question": "What is the turbine setback from a dwelling in Northmere?"}
+    try:
+        with live_server(engine, ServeSettings(cache="off")) as base:
+            assert httpx.post(f"{base}/query", json=question, timeout=30).status_code == 200
+            with psycopg.connect(pg_admin_url, autocommit=True) as admin:
+                admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+                admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                    (name,),
+                )
+            try:
+                reply = httpx.post(f"{base}/query", json=question, timeout=60)
+                assert reply.status_code == 503 and reply.headers["retry-after"] == "5"
+                error = reply.json()["error"]
+                assert error["code"] == "store_unavailable" and "PostgreSQL at" in error["message"]
+            finally:
+                with psycopg.connect(pg_admin_url, autocommit=True) as admin:
+                    admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+            # The pool reconnects once the database is back.
+            deadline = time.monotonic() + 30
+            while httpx.post(f"{base}/query", json=question, timeout=60).status_code != 200:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+    finally:
+        engine.store.close()
 
 
 # ---------------------------------------------------------------- many workers

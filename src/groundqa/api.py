@@ -50,7 +50,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from groundqa._version import __version__
 from groundqa.cache import Cache, make_cache
 from groundqa.engine import Engine
-from groundqa.errors import GroundqaError, ProbeError, UsageError
+from groundqa.errors import GroundqaError, ProbeError, StoreUnavailableError, UsageError
 from groundqa.evaluate import Probe, evaluate_probes
 from groundqa.generate import GeneratorOptions
 from groundqa.generate import available as available_generators
@@ -200,6 +200,10 @@ class ErrorBody(BaseModel):
 
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {s: {"model": ErrorBody, "description": http.HTTPStatus(s).phrase} for s in statuses}
+
+
+# Seconds a client is asked to wait when the store's database cannot be reached.
+RETRY_AFTER_S = 5
 
 
 def error_response(
@@ -653,6 +657,10 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
 
     @app.exception_handler(GroundqaError)
     async def groundqa_error(request: Request, exc: GroundqaError) -> Response:
+        if isinstance(exc, StoreUnavailableError):  # the database is down: try again later
+            return error_response(
+                503, exc.message, code=exc.kind, headers={"Retry-After": str(RETRY_AFTER_S)}
+            )
         return error_response(400, exc.message, code=exc.kind)
 
     @app.exception_handler(RequestValidationError)

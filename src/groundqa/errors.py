@@ -103,6 +103,12 @@ class IndexLockedError(IndexError_):
     kind = "index_locked"
 
 
+class StoreUnavailableError(IndexError_):
+    """The database behind a store cannot be reached or lacks what the store needs."""
+
+    kind = "store_unavailable"
+
+
 class ProbeError(GroundqaError):
     kind = "probe"
 

@@ -45,11 +45,11 @@ import numpy as np
 from groundqa._version import __version__
 from groundqa.embed import Embedder, Matrix
 from groundqa.errors import (
-    GroundqaError,
     IndexCorruptError,
     IndexLockedError,
     IndexMissingError,
     IndexVersionError,
+    StoreUnavailableError,
     UsageError,
 )
 from groundqa.fusion import Fusion
@@ -67,10 +67,6 @@ POOL_SIZE = 8
 # The most memory an ingest asks PostgreSQL for while it builds an HNSW index.
 HNSW_BUILD_MEMORY_KB = 4 * 1024 * 1024
 CONNECT_TIMEOUT_S = 5
-
-
-class StoreUnavailableError(GroundqaError):
-    """The database cannot be reached or lacks what the store needs."""
 
 
 def redact(url: str) -> str:
@@ -335,6 +331,10 @@ class PostgresStore:
             min_size=1,
             max_size=pool_size,
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+            # A request waits this long for a connection, then gets a 503; a connection the
+            # server closed (a restart, a failover) is found and replaced before it is used.
+            timeout=CONNECT_TIMEOUT_S,
+            check=ConnectionPool.check_connection,
             configure=_register_vector if info.manifest.dense else None,
             open=True,
             name="groundqa",
