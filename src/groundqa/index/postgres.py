@@ -682,6 +682,11 @@ class PostgresTarget:
             conn.close()  # closing the session releases the advisory lock
 
     def current_manifest(self) -> Manifest | None:
+        info = self._current()
+        return None if info is None else info.manifest
+
+    def _current(self) -> BuildInfo | None:
+        """The build served now, if there is a complete one."""
         with self._conn.cursor() as cur:
             try:
                 info = _read_build(cur, self.url)
@@ -689,7 +694,7 @@ class PostgresTarget:
                 self._conn.rollback()
                 return None
         self._conn.commit()
-        return info.manifest
+        return info
 
     def _drop_incomplete(self) -> None:
         """Remove what killed ingests left: builds never marked complete."""
@@ -726,7 +731,8 @@ class PostgresTarget:
         build_id = manifest.build_id
         chunk_table, terms_table = _table("chunks", build_id), _table("terms", build_id)
         lexical_table = _table("lexical", build_id)
-        previous = self._previous(manifest, embedder)
+        served = self._current()
+        previous = self._reusable(served, manifest, embedder)
         dim = int(embedder.embed(["dimension probe"]).shape[1]) if embedder else 0
         with conn.cursor() as cur:
             cur.execute(
@@ -939,18 +945,16 @@ class PostgresTarget:
                 (build_id,),
             )
         conn.commit()
-        self._prune(keep={build_id, previous.build_id if previous else build_id})
+        # The build served until now stays for readers that still have it open.
+        self._prune(keep={build_id, served.build_id if served else build_id})
         return final, stats
 
-    def _previous(self, manifest: Manifest, embedder: Embedder | None) -> BuildInfo | None:
+    def _reusable(
+        self, info: BuildInfo | None, manifest: Manifest, embedder: Embedder | None
+    ) -> BuildInfo | None:
         """The current build, if its chunks can be reused by this one (same settings)."""
-        with self._conn.cursor() as cur:
-            try:
-                info = _read_build(cur, self.url)
-            except (IndexMissingError, IndexCorruptError):
-                self._conn.rollback()
-                return None
-        self._conn.commit()
+        if info is None:
+            return None
         old = info.manifest
         same = (
             old.chunker == manifest.chunker
