@@ -46,7 +46,14 @@ from groundqa.index.postgres import (  # noqa: E402
 )
 
 GROUNDQA = [sys.executable, "-m", "groundqa.cli"]
-RETRIEVERS = ["bm25", "dense", "hybrid", "hybrid+weighted=0.5/0.5+defs", "bm25+acr+cap=1"]
+RETRIEVERS = [
+    "bm25",
+    "dense",
+    "hybrid",
+    "hybrid+weighted=0.5/0.5+defs",
+    "bm25+acr+cap=1",
+    "hybrid+mmr=0.7",
+]
 
 
 @pytest.fixture(scope="module")

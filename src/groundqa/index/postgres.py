@@ -492,7 +492,10 @@ class PostgresStore:
             raise UsageError(f"{self.location} has no vectors; rebuild it without --no-dense")
         with self._cursor() as cur:
             cur.execute(
-                _sql("SELECT row, embedding FROM {t} WHERE row = ANY(%s)", t=self.info.chunk_table),
+                _sql(
+                    "SELECT row, embedding::real[] FROM {t} WHERE row = ANY(%s)",
+                    t=self.info.chunk_table,
+                ),
                 (list(rows),),
             )
             found = {int(r): np.asarray(v, dtype=np.float32) for r, v in cur.fetchall()}
