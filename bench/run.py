@@ -16,8 +16,11 @@ import gate
 import generation
 import intent
 import pdf
+import postgres_eval
+import postgres_load
 import regulatory
 import retrieval
+import scale
 import scope
 import serve_load
 from _common import RESULTS, ROOT
@@ -35,6 +38,9 @@ def main() -> int:
     gate.run()
     embedder.run()
     serve_load.run()
+    postgres_eval.run()
+    postgres_load.run()
+    scale.run()
     audit.run()
     generation.run()
     total = time.perf_counter() - started

@@ -16,6 +16,7 @@ index build asks for, reported separately). Latency is one store call for the to
 (hybrid: each method's top 100 fused, as the engine asks), after warm-up.
 
     python bench/scale.py                       # part of make bench; BENCH_SCALES=10000,100000
+    BENCH_SCALES=1000000 BENCH_SCALE_RESULT=scale_1m python bench/scale.py   # about 1 hour
     python bench/scale.py --one directory 10000 # one store and size, JSON on stdout
 """
 
@@ -46,6 +47,8 @@ QUERIES = 200
 HEAD = 100  # the most frequent made-up words, which play the part of stopwords
 SCALES = tuple(int(n) for n in os.environ.get("BENCH_SCALES", "10000,100000").split(","))
 SCALE_WORK = WORK.parent / ".work-scale"
+# The results file: `scale` for make bench; the 1M run is written apart (see the README).
+RESULT = os.environ.get("BENCH_SCALE_RESULT", "scale")
 
 
 def _words() -> list[str]:
@@ -187,7 +190,6 @@ def one(kind: str, n: int, url: str | None) -> dict[str, Any]:
     result: dict[str, Any] = {"store": kind, "chunks": n, "generate_s": round(generate_s, 1)}
     t = time.perf_counter()
     if kind == "directory":
-        from groundqa.index import load_index
         from groundqa.ingestion import BuildInput, DirectoryTarget, NullReporter
 
         folder = SCALE_WORK / f"directory-{n}"
@@ -217,13 +219,10 @@ def one(kind: str, n: int, url: str | None) -> dict[str, Any]:
             index_vectors_s=round(timings.get("embed", 0.0), 1),
             disk_mb=_dir_mb(build),
         )
-        t = time.perf_counter()
-        store: Any = load_index(folder, analyzer)
-        result["open_s"] = round(time.perf_counter() - t, 2)
     else:
         import psycopg
 
-        from groundqa.index.postgres import PostgresStore, PostgresTarget
+        from groundqa.index.postgres import PostgresTarget
 
         assert url is not None
         target_pg = PostgresTarget(url)
@@ -255,22 +254,54 @@ def one(kind: str, n: int, url: str | None) -> dict[str, Any]:
             index_vectors_s=round(stats.timings_s.get("index_vectors", 0.0), 1),
             disk_mb=round(int(size) / 1e6, 1),
         )
-        t = time.perf_counter()
-        store = PostgresStore.open(url)
-        result["open_s"] = round(time.perf_counter() - t, 2)
     result["ingest_chunks_per_s"] = round(n / ingest_s, 0)
+    result["ingest_peak_mb"] = _peak_mb()
+    np.savez(
+        _queries_file(n),
+        words=np.asarray([" ".join(w) for w, _ in queries]),
+        vectors=np.stack([v for _, v in queries]),
+    )
+    return result
+
+
+def _queries_file(n: int) -> Path:
+    return SCALE_WORK / f"queries-{n}.npz"
+
+
+def query(kind: str, n: int, url: str | None) -> dict[str, Any]:
+    """Open the store built by `one` in a fresh process and time the queries: the peak
+    memory is what a process that serves this index needs."""
+    from groundqa.text import Analyzer
+
+    saved = np.load(_queries_file(n))
+    queries = [(str(w).split(), v) for w, v in zip(saved["words"], saved["vectors"], strict=True)]
+    t = time.perf_counter()
+    if kind == "directory":
+        from groundqa.index import load_index
+
+        store: Any = load_index(SCALE_WORK / f"directory-{n}", Analyzer())
+    else:
+        from groundqa.index.postgres import PostgresStore
+
+        assert url is not None
+        store = PostgresStore.open(url)
+    result: dict[str, Any] = {"open_s": round(time.perf_counter() - t, 2)}
     result.update(_measure(store, queries))
     store.close()
-    result["peak_mb"] = _peak_mb()
+    result["query_peak_mb"] = _peak_mb()
     return result
 
 
 def _run_one(kind: str, n: int, url: str | None) -> dict[str, Any]:
-    args = [sys.executable, __file__, "--one", kind, str(n)] + ([url] if url else [])
-    proc = subprocess.run(args, capture_output=True, text=True)
-    if proc.returncode != 0:
-        return {"store": kind, "chunks": n, "error": proc.stderr.strip().splitlines()[-1:]}
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    """Build in one process, query in another."""
+    result: dict[str, Any] = {"store": kind, "chunks": n}
+    for step in ("--one", "--query"):
+        args = [sys.executable, __file__, step, kind, str(n)] + ([url] if url else [])
+        proc = subprocess.run(args, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return {**result, "error": proc.stderr.strip().splitlines()[-1:]}
+        result.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return result
 
 
 def _fresh_database(admin: str, name: str) -> str:
@@ -285,25 +316,51 @@ def _fresh_database(admin: str, name: str) -> str:
     return admin.rsplit("/", 1)[0] + "/" + name
 
 
-def _pg_server_mb(data: Path) -> float:
-    """Summed VmHWM of the PostgreSQL server's processes (postmaster and its children)."""
-    pid = int((data / "postmaster.pid").read_text().split()[0])
-    total = 0
-    for child in [pid, *_children(pid)]:
-        try:
-            status = Path(f"/proc/{child}/status").read_text()
-        except OSError:
-            continue
-        total += next(
-            int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")
-        )
-    return round(total / 1024, 1)
+class ServerMemory:
+    """Peak summed PSS of the PostgreSQL server's processes, sampled every half second
+    (PSS shares the shared buffers out between processes instead of counting them in each)."""
+
+    def __init__(self, data: Path) -> None:
+        import threading
+
+        self.pid = int((data / "postmaster.pid").read_text().split()[0])
+        self.peak_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> ServerMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.5):
+            total = 0
+            for pid in [self.pid, *_children(self.pid)]:
+                try:
+                    rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+                except OSError:
+                    continue
+                total += sum(
+                    int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")
+                )
+            self.peak_kb = max(self.peak_kb, total)
+
+    @property
+    def peak_mb(self) -> float:
+        return round(self.peak_kb / 1024, 1)
 
 
 def _children(pid: int) -> list[int]:
     out: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(c) for c in (task / "children").read_text().split()]
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            out += [int(c) for c in (task / "children").read_text().split()]
+    except OSError:
+        pass
     return out
 
 
@@ -320,15 +377,16 @@ def run() -> dict[str, Any]:
         for n in SCALES:
             rows.append(_run_one("directory", n, None))
             url = _fresh_database(admin, f"scale_{n}")
-            row = _run_one("postgresql", n, url)
-            row["server_peak_mb"] = _pg_server_mb(data_dir)
+            with ServerMemory(data_dir) as server:
+                row = _run_one("postgresql", n, url)
+            row["server_peak_mb"] = server.peak_mb
             rows.append(row)
     finally:
         pgserver.stop(data_dir)
         shutil.rmtree(data_dir, ignore_errors=True)
     data = {"machine": machine(), "dim": DIM, "queries": QUERIES, "runs": rows}
     data["seconds"] = round(time.perf_counter() - started, 1)
-    write_result("scale", data, _markdown(rows))
+    write_result(RESULT, data, _markdown(rows))
     return data
 
 
@@ -342,8 +400,9 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
         "## Scale: index directory and PostgreSQL on synthetic corpora",
         "",
-        f"`python bench/scale.py` (part of `make bench`; sizes from `BENCH_SCALES`, here "
-        f"{', '.join(f'{n:,}' for n in SCALES)} chunks). Synthetic text and {DIM}-dimension "
+        f"`BENCH_SCALES={','.join(str(n) for n in SCALES)} BENCH_SCALE_RESULT={RESULT} "
+        f"python bench/scale.py` ({'part of `make bench`' if RESULT == 'scale' else 'run apart'}"
+        f", {', '.join(f'{n:,}' for n in SCALES)} chunks). Synthetic text and {DIM}-dimension "
         "clustered vectors, no embedding; both stores written by the code `groundqa ingest` "
         "runs after chunking; each store and size in its own process. PostgreSQL 18.6 with "
         "pgvector 0.8 on the same 2 cores, default server settings (fsync on), HNSW m=32, "
@@ -353,16 +412,14 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
         "",
         "| store | chunks | ingest s | chunks/s | lexical index s | vector index s | disk MB | "
         "open s | lexical p50/p95 ms | vector p50/p95 ms | exact vector p50/p95 ms | "
-        "hybrid p50/p95 ms | vector recall@10 of exact | peak MB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "hybrid p50/p95 ms | vector recall@10 of exact | ingest peak MB | query peak MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['store']} | {r['chunks']:,} | failed: {r['error']} |")
             continue
-        peak = cell(r, "peak_mb") + (
-            f" (+ server {r['server_peak_mb']})" if "server_peak_mb" in r else ""
-        )
+        server = f" (+ server {r['server_peak_mb']})" if "server_peak_mb" in r else ""
         lines.append(
             "| "
             + " | ".join(
@@ -380,7 +437,8 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
                         for m in ("lexical", "vector", "vector_exact", "hybrid")
                     ),
                     cell(r, "vector_recall_at_10_of_exact"),
-                    peak,
+                    cell(r, "ingest_peak_mb") + server,
+                    cell(r, "query_peak_mb"),
                 ]
             )
             + " |"
@@ -391,10 +449,12 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--one", nargs="+", metavar=("STORE", "N"))
+    parser.add_argument("--query", nargs="+", metavar=("STORE", "N"))
     args = parser.parse_args()
-    if args.one:
-        kind, n, *url = args.one
-        print(json.dumps(one(kind, int(n), url[0] if url else None)))
+    if args.one or args.query:
+        kind, n, *url = args.one or args.query
+        step = one if args.one else query
+        print(json.dumps(step(kind, int(n), url[0] if url else None)))
     else:
         run()
 

@@ -12,12 +12,15 @@ request goes to 127.0.0.1; each run is bounded in time and stops by itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,9 @@ from _common import ROOT, WORK, latency_summary, machine, percentile, write_resu
 
 SECONDS = float(os.environ.get("BENCH_LOAD_SECONDS", "30"))
 CLIENTS = (1, 8, 32)
+# Below uvicorn's 5 s keep-alive timeout: a request sent on a connection just as the server
+# closes it would fail with a reset before the server read it (a client artefact, not an error).
+KEEPALIVE_EXPIRY_S = 2.0
 
 
 def _questions() -> list[str]:
@@ -45,9 +51,18 @@ def _peak_rss_mb(pid: int) -> float:
     return 0.0
 
 
-async def _client(url: str, questions: list[str], clients: int, seconds: float) -> dict[str, Any]:
+async def _client(
+    url: str,
+    questions: list[str],
+    clients: int,
+    seconds: float,
+    failures: Counter[str] | None = None,
+) -> dict[str, Any]:
+    """Load from `clients` concurrent connections for `seconds`; `failures` counts why
+    requests failed (an HTTP status or an exception's type)."""
     import httpx
 
+    failures = Counter() if failures is None else failures
     latencies: list[float] = []
     errors = 0
     hits = 0
@@ -64,12 +79,19 @@ async def _client(url: str, questions: list[str], clients: int, seconds: float) 
                 response = await http.post(f"{url}/query", json={"question": question, "k": 5})
                 ok = response.status_code == 200
                 hits += ok and response.json().get("cache") == "hit"
-            except httpx.HTTPError:
+                if not ok:
+                    failures[f"HTTP {response.status_code}"] += 1
+            except httpx.HTTPError as exc:
                 ok = False
+                failures[type(exc).__name__] += 1
             latencies.append((time.perf_counter() - t) * 1000)
             errors += not ok
 
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    limits = httpx.Limits(
+        max_connections=clients,
+        max_keepalive_connections=clients,
+        keepalive_expiry=KEEPALIVE_EXPIRY_S,
+    )
     async with httpx.AsyncClient(timeout=30, limits=limits) as http:
         started = time.perf_counter()
         await asyncio.gather(*(worker(n, http) for n in range(clients)))
@@ -86,24 +108,34 @@ async def _client(url: str, questions: list[str], clients: int, seconds: float) 
     }
 
 
-def _start_server(index: Path, cache: str) -> tuple[subprocess.Popen[bytes], str, float]:
-    """Start `groundqa serve`; return it, its URL, and seconds to the first answered query."""
+def _start_server(
+    index: Path | str,
+    cache: str,
+    extra: Sequence[str] = (),
+    log: Path | None = None,
+) -> tuple[subprocess.Popen[bytes], str, float]:
+    """Start `groundqa serve` (with `extra` arguments; its stderr to `log`, else a pipe);
+    return it, its URL, and seconds to the first answered query."""
     import httpx
 
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     exe = Path(sys.executable).with_name("groundqa")
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        [str(exe), "serve", "--index", str(index), "--port", str(port), "--cache", cache],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    # A log file rather than a pipe for long runs: a pipe nobody reads can fill and stall it.
+    args = [str(exe), "serve", "--index", str(index), "--port", str(port), "--cache", cache]
+    with log.open("wb") if log is not None else contextlib.nullcontext(subprocess.PIPE) as err:
+        proc = subprocess.Popen(
+            [*args, *extra],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     while True:
         if proc.poll() is not None:
-            raise RuntimeError(
-                f"serve exited: {proc.stderr.read().decode() if proc.stderr else ''}"
-            )
+            said = log.read_text(errors="replace") if log is not None else ""
+            if proc.stderr:
+                said = proc.stderr.read().decode()
+            raise RuntimeError(f"serve exited: {said[-2000:]}")
         try:
             r = httpx.post(f"{url}/query", json={"question": "What is a NEER report?"}, timeout=2)
             if r.status_code == 200:

@@ -83,6 +83,7 @@ class Engine:
         self.analyzer = analyzer
         self.embedder_options = embedder_options or EmbedderOptions()
         self._embedder: Embedder | None = None
+        self._embedder_lock = threading.Lock()
         self._last_query = threading.local()
         self.gate: Gate = gate_for(store.manifest.gate, store.manifest.fingerprint)
         self.reader = ExtractiveGenerator()
@@ -123,10 +124,13 @@ class Engine:
         return self.store.acronyms
 
     def query_embedder(self) -> Embedder:
-        """The embedder the index was built with, loaded on first use."""
-        dense = self.store.manifest.dense
+        """The embedder the index was built with, loaded on first use (once, however many
+        requests arrive together)."""
         if self._embedder is None:
-            self._embedder = get_embedder(str(dense["embedder"]), self.embedder_options)
+            with self._embedder_lock:
+                if self._embedder is None:
+                    spec = str(self.store.manifest.dense["embedder"])
+                    self._embedder = get_embedder(spec, self.embedder_options)
         return self._embedder
 
     def embed_query(self, text: str) -> Matrix:

@@ -330,7 +330,10 @@ class PostgresStore:
             url,
             min_size=1,
             max_size=pool_size,
-            kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+            # No server-side prepared statements: after five runs PostgreSQL would switch
+            # a prepared search to a generic plan, which cannot see the query's terms or
+            # filter and costs about four times the custom one.
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "prepare_threshold": None},
             # A request waits this long for a connection, then gets a 503; a connection the
             # server closed (a restart, a failover) is found and replaced before it is used.
             timeout=CONNECT_TIMEOUT_S,
@@ -901,6 +904,8 @@ class PostgresTarget:
         else:
             dense = {}
         with conn.cursor() as cur:
+            for table in (chunk_table, lexical_table):  # statistics for the planner, now
+                cur.execute(_sql("ANALYZE {t}", t=table))
             cur.execute(
                 _sql(
                     "INSERT INTO {terms} SELECT 'b', word, ndoc FROM ts_stat('SELECT body FROM "
@@ -911,6 +916,7 @@ class PostgresTarget:
                     terms=terms_table,
                 )
             )
+            cur.execute(_sql("ANALYZE {t}", t=terms_table))
             cur.execute(
                 _sql(
                     "SELECT count(*), coalesce(avg(body_len), 0), coalesce(avg(head_len), 0), "
