@@ -239,6 +239,9 @@ def test_ctrl_c_during_ingest_keeps_previous_index(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell's background job (`cmd &`, nohup) ignores SIGINT and its children inherit
+        # that; Ctrl-C reaches a foreground ingest, so the ingest starts as one would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     time.sleep(2.0)
     proc.send_signal(signal.SIGINT)
