@@ -443,10 +443,8 @@ class PostgresStore:
         if k <= 0:
             return []
         sql_text, params = self._vector_sql(query, k, allowed)
-        with self._cursor() as cur:
-            self._vector_settings(cur, k, exact or allowed is not None)
-            cur.execute(sql_text, params)
-            return [(int(r), float(s)) for r, s in cur.fetchall()]
+        found = self._fetch_with_vectors(sql_text, params, k, exact or allowed is not None)
+        return [(int(r), float(s)) for r, s in found]
 
     def hybrid_search(
         self, terms: Sequence[str], query: Matrix, k: int, allowed: Mask, fusion: Fusion
@@ -474,18 +472,13 @@ class PostgresStore:
                 " SELECT row, sum(s) AS fused FROM ranked GROUP BY row"
                 " ORDER BY fused DESC, min(rank), row::text"
             ).format(lex=lex, vec=vec)
-            with self._cursor() as cur:
-                self._vector_settings(cur, k, allowed is not None)
-                cur.execute(statement, params)
-                return [(int(r), float(s)) for r, s in cur.fetchall()]
+            found = self._fetch_with_vectors(statement, params, k, allowed is not None)
+            return [(int(r), float(s)) for r, s in found]
         statement = sql.SQL(
             "WITH lex AS ({lex}), vec AS ({vec}) "
             "SELECT 0, row, score FROM lex UNION ALL SELECT 1, row, score FROM vec"
         ).format(lex=lex, vec=vec)
-        with self._cursor() as cur:
-            self._vector_settings(cur, k, allowed is not None)
-            cur.execute(statement, params)
-            found = cur.fetchall()
+        found = self._fetch_with_vectors(statement, params, k, allowed is not None)
         lexical = sorted(((int(r), float(s)) for m, r, s in found if m == 0), key=_best_first)
         dense = sorted(((int(r), float(s)) for m, r, s in found if m == 1), key=_best_first)
         return fuse(fusion, lexical, dense)
@@ -616,6 +609,16 @@ class PostgresStore:
             return True
         threshold = int(self.info.manifest.dense.get("ann_threshold", 100_000))
         return self.num_docs >= threshold
+
+    def _fetch_with_vectors(
+        self, statement: Any, params: dict[str, Any], k: int, exact: bool
+    ) -> list[Any]:
+        """Run a statement that searches vectors, exactly or through HNSW (`_vector_settings`
+        for its transaction), and return its rows."""
+        with self._cursor() as cur:
+            self._vector_settings(cur, k, exact)
+            cur.execute(statement, params)
+            return list(cur.fetchall())
 
     def _vector_settings(self, cur: Any, k: int, exact: bool) -> None:
         """Exact search scans every (allowed) row; approximate walks the HNSW graph."""
