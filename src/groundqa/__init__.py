@@ -5,7 +5,13 @@
 >>> Engine.open("/tmp/idx").ask("When is a NEER report due?")  # doctest: +SKIP
 """
 
+import os
 from typing import TYPE_CHECKING, Any
+
+# onnxruntime (1.32 and later) records usage events in ~/.cache/Microsoft and sends them
+# when it can reach the network. groundqa never phones home: the switch must be set
+# before onnxruntime is first imported. A user who wants the events can set it to 0.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 from groundqa._version import __version__
 from groundqa.errors import (
