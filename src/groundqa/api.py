@@ -20,25 +20,37 @@ past it). Pydantic refuses unknown fields, wrong types and out-of-range values.
 No request reads a file: documents and chunks come from the loaded index.
 Every failure has one shape, `{"error": {"status", "code", "message"}}`; a
 traceback goes to the server log, never to the client.
+
+Outside that guard, `ServiceLimits` decides how much one server process takes on:
+a request over its client's rate gets 429, one that finds every slot and the
+whole queue taken gets 503 at once, and one not finished in time gets 504 (see
+`ServiceLimits` for why its work still runs to the end). The page, the spec and
+/health are never rate limited or queued, so a busy server still says how it is.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime as dt
 import hashlib
 import hmac
 import http
 import importlib.resources
+import ipaddress
 import json
+import math
 import os
 import re
 import threading
 import time
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
+import anyio.to_thread
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
@@ -77,8 +89,20 @@ ERROR_CODES = {
     405: "method_not_allowed",
     413: "too_large",
     422: "invalid_request",
+    429: "rate_limited",
     500: "internal",
+    504: "timeout",
 }
+# What any rate-limited, queued and timed route may answer besides its own errors.
+LIMITED = (429, 503, 504)
+
+# Requests per minute per client when serving on a host other machines can reach.
+DEFAULT_RATE_LIMIT = 120
+# The most requests a client may send at once before its rate applies (a page load, a
+# retry); `serve --help` says so.
+RATE_BURST = 10
+# Threads beyond --max-inflight, so /health and the page always find one however busy it is.
+THREAD_HEADROOM = 8
 
 
 @dataclass(frozen=True)
@@ -94,6 +118,15 @@ class ServeSettings:
     generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
     # How often (seconds) a request may check whether the index has a new current build.
     reload_s: float = 2.0
+    # Requests per minute per client address, up to RATE_BURST at once; 0 is no limit.
+    rate_limit: int = 0
+    # Requests worked on at once, and how many more may wait for one of them to finish.
+    max_inflight: int = 8
+    queue: int = 32
+    # Seconds a request may take, its wait in the queue included.
+    request_timeout_s: float = 60.0
+    # Seconds a stopping server gives requests in progress before it cuts them off.
+    shutdown_timeout_s: int = 30
 
     def __post_init__(self) -> None:
         if self.token is not None and not self.token.strip():
@@ -106,6 +139,39 @@ class ServeSettings:
             )
         if self.max_probes < 1:
             raise UsageError(f"the probe limit must be at least 1, got {self.max_probes}")
+        if self.rate_limit < 0:
+            raise UsageError(
+                f"--rate-limit must be requests per minute, or 0 for none, got {self.rate_limit}"
+            )
+        if not 1 <= self.max_inflight <= 1024:
+            raise UsageError(f"--max-inflight must be from 1 to 1024, got {self.max_inflight}")
+        if self.queue < 0:
+            raise UsageError(f"--queue must be 0 or more, got {self.queue}")
+        if not self.request_timeout_s > 0:
+            raise UsageError(
+                f"--request-timeout must be more than 0 seconds, got {self.request_timeout_s:g}"
+            )
+        if self.generator_options.timeout_s > self.request_timeout_s:
+            raise UsageError(
+                f"--timeout ({self.generator_options.timeout_s:g} s) must not be longer than "
+                f"--request-timeout ({self.request_timeout_s:g} s): the request would end first"
+            )
+        if self.shutdown_timeout_s < 0:
+            raise UsageError(
+                f"--shutdown-timeout must be 0 seconds or more, got {self.shutdown_timeout_s}"
+            )
+
+
+def default_rate_limit(host: str) -> int:
+    """The rate limit when none is given: none on a loopback host, whose only clients
+    are this machine's, else DEFAULT_RATE_LIMIT requests per minute per client."""
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return 0
+    try:
+        return 0 if ipaddress.ip_address(name).is_loopback else DEFAULT_RATE_LIMIT
+    except ValueError:
+        return DEFAULT_RATE_LIMIT
 
 
 # ---------------------------------------------------------------- request bodies
@@ -202,7 +268,8 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {s: {"model": ErrorBody, "description": http.HTTPStatus(s).phrase} for s in statuses}
 
 
-# Seconds a client is asked to wait when the store's database cannot be reached.
+# Seconds a client is asked to wait when the store's database cannot be reached,
+# or when every slot and the whole queue are taken.
 RETRY_AFTER_S = 5
 
 
@@ -210,14 +277,18 @@ def error_response(
     status: int, message: str, code: str | None = None, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
     """The one error shape every 4xx and 5xx response has."""
-    body = {
+    body = error_body(status, message, code)
+    return JSONResponse(body, status_code=status, headers=dict(headers or {}))
+
+
+def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    return {
         "error": {
             "status": status,
             "code": code or ERROR_CODES.get(status, "http_error"),
             "message": message,
         }
     }
-    return JSONResponse(body, status_code=status, headers=dict(headers or {}))
 
 
 # ---------------------------------------------------------------- the request guard
@@ -309,6 +380,218 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay
+
+
+# ---------------------------------------------------------------- service limits
+
+
+class RateLimiter:
+    """A token bucket per client: `per_minute` requests a minute, up to `burst` at once.
+
+    The table stays bounded however many clients come: a bucket idle long enough to
+    be full again is the same as no bucket, so it is dropped; past `max_clients` the
+    longest-idle one goes anyway (that client starts again with a full burst, which
+    errs on the side of serving). Used from the event loop only, so it takes no lock.
+    """
+
+    def __init__(
+        self,
+        per_minute: int,
+        burst: int,
+        *,
+        max_clients: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if per_minute < 1 or burst < 1 or max_clients < 1:
+            raise ValueError("the rate, the burst and the table size must be at least 1")
+        self.per_minute = per_minute
+        self.burst = float(burst)
+        self.max_clients = max_clients
+        self._per_s = per_minute / 60.0
+        self._clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # tokens, when
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def take(self, client: str) -> float:
+        """0 when `client` may go ahead now (spending one request), else seconds until it may."""
+        now = self._clock()
+        tokens, then = self._buckets.pop(client, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - then) * self._per_s)
+        wait = 0.0
+        if tokens >= 1:
+            tokens -= 1
+        else:
+            wait = (1 - tokens) / self._per_s
+        self._buckets[client] = (tokens, now)  # last: the table runs from longest idle
+        while len(self._buckets) > 1:
+            oldest, (left, at) = next(iter(self._buckets.items()))
+            full = left + (now - at) * self._per_s >= self.burst
+            if not full and len(self._buckets) <= self.max_clients:
+                break
+            del self._buckets[oldest]
+        return wait
+
+
+class Slots:
+    """At most `size` requests worked on at once and `queue` more waiting, first come first
+    served. A finishing request hands its slot straight to the next in line."""
+
+    def __init__(self, size: int, queue: int) -> None:
+        self.size = size
+        self.queue = queue
+        self.busy = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def full(self) -> bool:
+        """Whether a request arriving now could neither start nor wait."""
+        return self.busy >= self.size and len(self._waiting) >= self.queue
+
+    async def acquire(self) -> None:
+        if self.busy < self.size and not self._waiting:
+            self.busy += 1
+            return
+        turn = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            await turn
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self.release()  # handed a slot just as it gave up waiting: pass it on
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiting.remove(turn)
+            raise
+
+    def release(self) -> None:
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self.busy -= 1
+
+
+class ServiceLimits:
+    """How much one server process takes on: each client's rate, how many requests at
+    once and waiting, and how long each may take.
+
+    A pure ASGI middleware outside the request guard, so a request turned away here
+    costs no body read, no parsing and no thread. Routes run in worker threads and
+    Python cannot stop a thread, so a request past its time gets its 504 (or a
+    started stream its `error` event and its end) while its work runs on with
+    nothing more sent, holding its slot until it ends: the slots bound the threads
+    really busy, and the generator's own timeout bounds how long that lasts.
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, rate: RateLimiter | None, slots: Slots, timeout_s: float
+    ) -> None:
+        self.app = app
+        self.rate = rate
+        self.slots = slots
+        self.timeout_s = timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        if scope["path"] in PUBLIC_PATHS:
+            await self._in_time(scope, receive, send, deadline)
+            return
+        refused = self._refuse(scope)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self.slots.acquire()
+        except TimeoutError:
+            await self._late()(scope, receive, send)
+            return
+        try:
+            await self._in_time(scope, receive, send, deadline)
+        finally:
+            self.slots.release()
+
+    def _refuse(self, scope: Scope) -> Response | None:
+        if self.rate is not None:
+            # The connection's own address: X-Forwarded-For counts only from a proxy
+            # the server was told to trust, which rewrites `client` before this runs.
+            client = scope.get("client")
+            wait = self.rate.take(client[0] if client else "")
+            if wait > 0:
+                seconds = max(1, math.ceil(wait))
+                return error_response(
+                    429,
+                    f"too many requests: this server takes {self.rate.per_minute} a minute "
+                    f"from each client; retry after {seconds} s",
+                    code="rate_limited",
+                    headers={"Retry-After": str(seconds)},
+                )
+        if self.slots.full():
+            return error_response(
+                503,
+                f"the server is busy ({self.slots.busy} requests in progress, "
+                f"{self.slots.waiting} waiting); retry after {RETRY_AFTER_S} s",
+                code="overloaded",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
+        return None
+
+    def _late(self) -> Response:
+        return error_response(504, self._late_message())
+
+    def _late_message(self) -> str:
+        return (
+            f"the request took longer than this server's {self.timeout_s:g} s limit; "
+            "try again later, or with a faster generator"
+        )
+
+    async def _in_time(self, scope: Scope, receive: Receive, send: Send, deadline: float) -> None:
+        started = finished = late = stream = False
+        sending = asyncio.Lock()
+
+        async def send_in_time(message: Message) -> None:
+            nonlocal started, finished, stream
+            async with sending:
+                if late:
+                    return  # the client has its answer already
+                if message["type"] == "http.response.start":
+                    started = True
+                    stream = any(
+                        k.lower() == b"content-type" and v.startswith(b"text/event-stream")
+                        for k, v in message.get("headers", ())
+                    )
+                elif message["type"] == "http.response.body" and not message.get("more_body"):
+                    finished = True
+                await send(message)
+
+        async def receive_in_time() -> Message:
+            return {"type": "http.disconnect"} if late else await receive()
+
+        work = asyncio.ensure_future(self.app(scope, receive_in_time, send_in_time))
+        try:
+            timeout = max(0.0, deadline - asyncio.get_running_loop().time())
+            done, _ = await asyncio.wait({work}, timeout=timeout)
+            if not done:
+                async with sending:
+                    late = True
+                    if not started:
+                        await self._late()(scope, receive, send)
+                    elif not finished:
+                        # A stream cannot change its status: say why it ends, then end it.
+                        tail = sse("error", error_body(504, self._late_message())) if stream else ""
+                        await send({"type": "http.response.body", "body": tail.encode()})
+            await work
+        finally:
+            work.cancel()  # only still running if this request was cancelled (a forced stop)
 
 
 # ---------------------------------------------------------------- answers, cached
@@ -638,9 +921,17 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     cache = make_cache(settings.cache)
     live = LiveEngine(engine, settings.reload_s)
     web = load_web()
+    slots = Slots(settings.max_inflight, settings.queue)
+    rate = (
+        RateLimiter(settings.rate_limit, min(settings.rate_limit, RATE_BURST))
+        if settings.rate_limit
+        else None
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        threads = anyio.to_thread.current_default_thread_limiter()
+        threads.total_tokens = max(threads.total_tokens, settings.max_inflight + THREAD_HEADROOM)
         yield
         cache.close()
 
@@ -688,7 +979,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
         # server logs the traceback once; the client learns nothing about it.
         return error_response(500, "internal error; the server log has the details")
 
-    @app.get("/health", responses=_errors(500))
+    @app.get("/health", responses=_errors(500, 504))
     def health() -> dict[str, Any]:
         """What is loaded, and whether the cache answers. Never needs the token."""
         engine = live.get()
@@ -719,10 +1010,19 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             },
             "cache": cache.status(),
             "auth": {"required": settings.token is not None},
+            "limits": {
+                "rate_limit_per_minute": settings.rate_limit or None,
+                "max_inflight": settings.max_inflight,
+                "queue": settings.queue,
+                "request_timeout_s": settings.request_timeout_s,
+                "shutdown_timeout_s": settings.shutdown_timeout_s,
+                "in_flight": slots.busy,
+                "waiting": slots.waiting,
+            },
             "facets": {key: engine.facets.values(key) for key in FACET_KEYS if key in facets},
         }
 
-    @app.post("/query", responses=_errors(400, 401, 413, 422, 500))
+    @app.post("/query", responses=_errors(400, 401, 413, 422, 500, *LIMITED))
     def query(body: QueryRequest) -> dict[str, Any]:
         """Answer a question with citations, or refuse. `cache` says whether it was cached."""
         return answer(live.get(), cache, settings.cache_ttl, body, settings.generator_options)
@@ -735,7 +1035,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
                 "description": "Events: `passages`, then `answer` (one per cited piece), then `done`.",
                 "content": {"text/event-stream": {"schema": {"type": "string"}}},
             },
-            **_errors(400, 401, 413, 422, 500),
+            **_errors(400, 401, 413, 422, 500, *LIMITED),
         },
     )
     def query_stream(body: QueryRequest) -> EventStreamResponse:
@@ -745,7 +1045,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
         )
         return EventStreamResponse(events, headers={"Cache-Control": "no-cache"})
 
-    @app.get("/sources/{doc_id:path}", responses=_errors(401, 404, 500))
+    @app.get("/sources/{doc_id:path}", responses=_errors(401, 404, 500, *LIMITED))
     def source(doc_id: str) -> dict[str, Any]:
         """A document's sections and chunks, from the loaded index.
 
@@ -756,7 +1056,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             raise HTTPException(404, f"no document {doc_id!r} in this index")
         return document_view(chunks)
 
-    @app.get("/chunks/{chunk_id}", responses=_errors(401, 404, 500))
+    @app.get("/chunks/{chunk_id}", responses=_errors(401, 404, 500, *LIMITED))
     def chunk(chunk_id: str) -> dict[str, Any]:
         """One chunk with its section breadcrumb, link, text and metadata."""
         found = live.get().chunk(chunk_id)
@@ -764,7 +1064,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             raise HTTPException(404, f"no chunk {chunk_id!r} in this index")
         return chunk_view(found)
 
-    @app.post("/eval", responses=_errors(400, 401, 403, 413, 422, 500))
+    @app.post("/eval", responses=_errors(400, 401, 403, 413, 422, 500, *LIMITED))
     def evaluate(body: EvalRequest) -> dict[str, Any]:
         """Run a probe set through the evaluation harness. Needs a server started with --token."""
         if len(body.probes) > settings.max_probes:
@@ -784,6 +1084,8 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
         )
 
     app.add_middleware(RequestGuard, token=settings.token, max_body_bytes=settings.max_body_bytes)
+    # Outside the guard: a request over the limits is turned away before its body is read.
+    app.add_middleware(ServiceLimits, rate=rate, slots=slots, timeout_s=settings.request_timeout_s)
     if settings.cors_origins:
         # Added last so it is outermost: preflights and error responses get CORS headers too.
         app.add_middleware(

@@ -1165,14 +1165,60 @@ def _print_calibration(report: Any, target: float) -> None:
 @click.option(
     "--timeout",
     type=click.FloatRange(1, 600),
-    default=60.0,
-    show_default=True,
-    help="Seconds to wait for a network or local model generator.",
+    default=None,
+    help="Seconds to wait for a network or local model generator; at most, and by default, "
+    "the request timeout.",
 )
 @click.option(
     "--embedder-url",
     default=None,
     help="Base URL of the index's ollama: or openai: embedding server, if not the default.",
+)
+@click.option(
+    "--rate-limit",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Requests per minute from each client address (up to 10 at once), else 429 with "
+    "Retry-After; 0 turns it off. Default: off on a loopback --host, 120 otherwise.",
+)
+@click.option(
+    "--trusted-proxy",
+    "trusted_proxies",
+    multiple=True,
+    metavar="ADDR",
+    help="Take the client address from X-Forwarded-For on connections from ADDR (a reverse "
+    "proxy); repeat for more. Off by default: a client cannot choose its own address.",
+)
+@click.option(
+    "--max-inflight",
+    type=click.IntRange(1, 1024),
+    default=8,
+    show_default=True,
+    help="Requests each worker works on at once; more wait in the queue.",
+)
+@click.option(
+    "--queue",
+    "queue_size",
+    type=click.IntRange(min=0),
+    default=32,
+    show_default=True,
+    help="Requests each worker lets wait for a free slot; past that, 503 with Retry-After at once.",
+)
+@click.option(
+    "--request-timeout",
+    type=click.FloatRange(min=1),
+    default=60.0,
+    show_default=True,
+    help="Seconds a request may take, its wait in the queue included; past that, 504.",
+)
+@click.option(
+    "--shutdown-timeout",
+    type=click.IntRange(min=0),
+    default=30,
+    show_default=True,
+    help="On SIGTERM or Ctrl-C, seconds requests in progress have to finish before they are "
+    "cut off; no new connection is accepted meanwhile.",
 )
 @click.option(
     "--workers",
@@ -1192,12 +1238,19 @@ def serve(
     cors_origins: tuple[str, ...],
     access_log: bool,
     generator_url: str | None,
-    timeout: float,
+    timeout: float | None,
     embedder_url: str | None,
+    rate_limit: int | None,
+    trusted_proxies: tuple[str, ...],
+    max_inflight: int,
+    queue_size: int,
+    request_timeout: float,
+    shutdown_timeout: int,
     workers: int,
 ) -> None:
     """Serve the HTTP API and the web page over one index."""
     import errno
+    import signal
     import socket
 
     from groundqa.engine import Engine
@@ -1206,7 +1259,7 @@ def serve(
     try:
         import uvicorn
 
-        from groundqa.api import ServeSettings, create_app
+        from groundqa.api import ServeSettings, create_app, default_rate_limit
         from groundqa.cache import redact
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in {
@@ -1224,7 +1277,12 @@ def serve(
         cache=cache_spec,
         cache_ttl=cache_ttl,
         cors_origins=cors_origins,
-        generator_options=_options(generator_url, timeout),
+        generator_options=_options(generator_url, request_timeout if timeout is None else timeout),
+        rate_limit=default_rate_limit(host) if rate_limit is None else rate_limit,
+        max_inflight=max_inflight,
+        queue=queue_size,
+        request_timeout_s=request_timeout,
+        shutdown_timeout_s=shutdown_timeout,
     )
     # Bind here rather than in uvicorn, so a busy port is our one-line error, not its log.
     try:
@@ -1261,7 +1319,15 @@ def serve(
             log_level="warning",
             access_log=access_log,
             ws="none",
+            # Without a trusted proxy, X-Forwarded-For is ignored: the rate limit counts
+            # the connection's own address, which a client cannot choose.
+            proxy_headers=bool(trusted_proxies),
+            forwarded_allow_ips=list(trusted_proxies) or None,
+            timeout_graceful_shutdown=shutdown_timeout,
         )
+        # uvicorn stops gracefully on SIGTERM or SIGINT, then raises the signal again:
+        # as KeyboardInterrupt, both end the process with status 0.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
         uvicorn.Server(config).run(sockets=[sock])
 
     try:
@@ -1271,15 +1337,21 @@ def serve(
             # Each worker opens the index after the fork: a connection pool or a model
             # runtime must not be shared between processes.
             engine.store.close()
-            _prefork(workers, lambda: run(Engine.open(index_dir, _embedder_options(embedder_url))))
+            _prefork(
+                workers,
+                lambda: run(Engine.open(index_dir, _embedder_options(embedder_url))),
+                stop_listening=sock.close,
+            )
     except KeyboardInterrupt:
-        pass  # Ctrl-C is how a server is stopped: not an error
+        pass  # Ctrl-C or SIGTERM is how a server is stopped: not an error
     finally:
         sock.close()
 
 
-def _prefork(workers: int, run: Callable[[], None]) -> None:
-    """Run `run` in `workers` child processes; restart one that dies, stop all on a signal."""
+def _prefork(workers: int, run: Callable[[], None], *, stop_listening: Callable[[], None]) -> None:
+    """Run `run` in `workers` child processes; restart one that dies. On SIGTERM or
+    SIGINT, stop listening, pass SIGTERM on to every worker (each finishes the requests
+    it has in progress) and return once all have exited."""
     import os
     import signal
 
@@ -1287,7 +1359,7 @@ def _prefork(workers: int, run: Callable[[], None]) -> None:
         pid = os.fork()
         if pid == 0:  # the worker
             signal.signal(signal.SIGINT, signal.default_int_handler)
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
             code = 0
             try:
                 run()
@@ -1308,6 +1380,7 @@ def _prefork(workers: int, run: Callable[[], None]) -> None:
     def stop(signum: int, frame: object) -> None:
         nonlocal stopping
         stopping = True
+        stop_listening()  # the workers hold their own copies of the socket until they finish
         for pid in children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
