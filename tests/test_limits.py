@@ -393,3 +393,28 @@ def test_serve_settings_refuse_bad_limits() -> None:
         with pytest.raises(UsageError) as raised:
             ServeSettings(**fields)
         assert "\n" not in str(raised.value), fields
+
+
+def test_a_server_that_swapped_in_a_rebuilt_index_still_stops_at_once(tmp_path: Path) -> None:
+    """The build a server swapped out closes a minute later, on a timer that must not keep a
+    stopping server alive for that minute."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "ferry.md").write_text("# Ferries\n\n## Timetable\n\nThe ferry leaves at dawn.\n")
+    index = tmp_path / "idx"
+    ingest([corpus], index, dense=None)
+    with groundqa_serve(index, tmp_path) as (base, proc):
+        first = httpx.get(f"{base}/health").json()["index"]["build_id"]
+        (corpus / "bus.md").write_text("# Buses\n\n## Timetable\n\nThe bus leaves at noon.\n")
+        rebuilt = ingest([corpus], index, dense=None).build_id
+        assert rebuilt != first
+
+        def swapped() -> bool:
+            health = httpx.post(f"{base}/query", json={"question": "When does the bus leave?"})
+            assert health.status_code == 200
+            return bool(httpx.get(f"{base}/health").json()["index"]["build_id"] == rebuilt)
+
+        wait_until(swapped, "the server serves the rebuilt index")
+        proc.terminate()
+        # Well inside the minute the old build waits before it is closed.
+        assert proc.wait(timeout=20) == 0

@@ -895,6 +895,7 @@ class LiveEngine:
         self.reload_s = reload_s
         self._checked = time.monotonic()
         self._lock = threading.Lock()
+        self._retired: list[threading.Timer] = []
 
     def get(self) -> Engine:
         if self.reload_s <= 0 or time.monotonic() - self._checked < self.reload_s:
@@ -910,10 +911,22 @@ class LiveEngine:
             if current and current != self.engine.manifest.build_id:
                 old, self.engine = self.engine, self.engine.reopen()
                 # Requests still reading the old build finish first; its store closes later.
-                threading.Timer(60, old.store.close).start()
+                # A daemon timer: a stopping server must not wait a minute for it.
+                timer = threading.Timer(60, old.store.close)
+                timer.daemon = True
+                timer.start()
+                self._retired = [t for t in self._retired if t.is_alive()] + [timer]
             return self.engine
         finally:
             self._lock.release()
+
+    def close(self) -> None:
+        """Close the builds still waiting to be closed; the server is stopping."""
+        for timer in self._retired:
+            if timer.is_alive():
+                timer.cancel()
+                timer.function()
+        self._retired = []
 
 
 def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
@@ -934,6 +947,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
         threads.total_tokens = max(threads.total_tokens, settings.max_inflight + THREAD_HEADROOM)
         yield
         cache.close()
+        live.close()
 
     app = FastAPI(
         lifespan=lifespan,
