@@ -371,7 +371,12 @@ def _audit_line(audit: dict[str, Any]) -> str:
     check = audit.get("citations", {})
     cites = "citations ok" if check.get("ok") else f"citation problems: {check}"
     share = audit.get("checkable_share", 0.0)
-    return f"audit: {counts or 'no claims'}; checkable share {share:.0%}; {cites}"
+    line = f"audit: {counts or 'no claims'}; checkable share {share:.0%}; {cites}"
+    injection = audit.get("injection") or {}
+    if injection.get("flagged"):
+        where = sorted({m["passage"] for m in injection.get("matches", [])})
+        line += f"; WARNING: follows an instruction found in passage {', '.join(map(str, where))}"
+    return line
 
 
 def _reason(answer: Answer) -> str:
