@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from groundqa.audit import find_instructions
 from groundqa.gate import Reading, coverage
 from groundqa.generate import Evidence, Generation, cite
 from groundqa.models import REFUSAL, Citation, Hit
@@ -112,7 +113,7 @@ class ExtractiveGenerator:
                 if _HEADING_LINE.match(sentence) or len(sentence) < 12:
                     continue
                 # Context alone (a matching title) is not an answer: the sentence must add something.
-                if not terms & topic:
+                if not terms & topic or find_instructions(sentence):
                     continue
                 cov = coverage(ev.weights, terms | context)
                 bonus = self.type_bonus if wanted and _has(wanted, sentence) else 0.0
