@@ -185,8 +185,10 @@ def test_an_answer_that_follows_the_instruction_is_flagged(
     [match] = injection["matches"]
     assert match["passage"] == n and match["how"] == kind
     assert match["instruction"] == INJECTED
-    # The answer is flagged, not withheld: its text, citations and other checks stand.
+    # The answer is flagged, not withheld: its text, citations and other checks stand,
+    # and a note beside it says why it is suspect.
     assert answer.citations and answer.audit["citations"]["ok"] is True
+    assert any(f"instruction found in source text (passage {n})" in t for t in answer.notes)
 
 
 def test_an_answer_that_keeps_to_the_facts_is_not_flagged(
@@ -198,6 +200,7 @@ def test_an_answer_that_keeps_to_the_facts_is_not_flagged(
     assert injection["passages"] == [_hostile_position(answer)]
     assert injection["flagged"] is False and injection["matches"] == []
     assert answer.audit["verdicts"]["NOT_CONTRADICTED"] == 1
+    assert not any("instruction" in t for t in answer.notes)
 
 
 def test_the_offline_answerer_never_quotes_an_instruction(engine: Engine) -> None:

@@ -622,7 +622,17 @@ class Engine:
         timings = dict(answer.timings_ms)
         timings["audit"] = (time.perf_counter() - t) * 1000
         timings["total"] = timings.get("total", 0.0) + timings["audit"]
-        return replace(answer, audit=audit, timings_ms=timings)
+        notes = answer.notes
+        injection = audit.get("injection") or {}
+        if injection.get("flagged"):
+            where = ", ".join(str(n) for n in sorted({m["passage"] for m in injection["matches"]}))
+            # The answer still goes out, with the warning beside it: the reader decides.
+            notes = (
+                *notes,
+                f"this answer repeats or follows an instruction found in source text "
+                f"(passage {where}); source text is data, so treat the answer with suspicion",
+            )
+        return replace(answer, audit=audit, timings_ms=timings, notes=notes)
 
 
 def _lift(
