@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from groundqa.errors import ProbeError
+from groundqa.loaders._common import unpaired_surrogate
 
 KINDS = ("answerable", "out_of_scope", "near_miss")
 
@@ -83,7 +84,9 @@ class Probe:
 def load_probes(path: str | Path) -> list[Probe]:
     file = Path(path)
     try:
-        lines = file.read_text("utf-8").splitlines()
+        # split("\n"), not splitlines(): a JSON string may hold U+2028, which splitlines
+        # would take for a line end. A leading BOM is dropped, as the loaders drop it.
+        lines = file.read_text("utf-8-sig").split("\n")
     except FileNotFoundError:
         raise ProbeError(f"no probe file at {file}") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -97,7 +100,13 @@ def load_probes(path: str | Path) -> list[Probe]:
             raw = json.loads(line)
             if not isinstance(raw, dict):
                 raise ValueError("each line must be a JSON object")
+            if unpaired_surrogate(line, raw):
+                raise ValueError("it escapes half of a surrogate pair (e.g. \\ud800 alone)")
             probe = Probe.from_dict(raw, default_id=f"line{line_no}")
+        except RecursionError:
+            raise ProbeError(
+                f"{file} line {line_no}: arrays or objects nested too deeply; fix or remove that line"
+            ) from None
         except ValueError as exc:
             raise ProbeError(f"{file} line {line_no}: {exc}; fix or remove that line") from None
         if probe.id in seen:

@@ -8,7 +8,10 @@ guesses an encoding: a corpus is UTF-8 (with or without a BOM) or it is reported
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import sys
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,6 +20,11 @@ from typing import Any
 from groundqa.models import Document, Finding, Section
 
 BINARY_SNIFF_BYTES = 8192
+
+# A JSON escape for half of a UTF-16 surrogate pair (`\ud83d`), and such a half on its own
+# in a decoded string: valid UTF-8 cannot hold one, so neither can an index.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 # Extensions each format reads when it walks a folder.
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -95,6 +103,32 @@ def read_text(path: Path) -> str | Finding:
             path,
             line=line,
         )
+
+
+def json_problem(exc: ValueError | RecursionError) -> str:
+    """Why `json.loads` refused a text, in a few words.
+
+    Besides a syntax error (JSONDecodeError) it refuses numbers longer than Python
+    converts (ValueError) and nesting deeper than the stack (RecursionError).
+    """
+    if isinstance(exc, json.JSONDecodeError):
+        return exc.msg
+    if isinstance(exc, RecursionError):
+        return "arrays or objects nested too deeply"
+    return f"a number longer than {sys.get_int_max_str_digits()} digits"
+
+
+def unpaired_surrogate(raw: str, value: Any) -> bool:
+    """Whether `value`, parsed from the JSON `raw`, holds half a surrogate pair (`"\\ud800"`
+    escaped without its other half), which no UTF-8 file, and so no index, can store."""
+    if not _SURROGATE_ESCAPE.search(raw):
+        return False
+    return bool(_SURROGATE.search(json.dumps(value, ensure_ascii=False)))
+
+
+def has_surrogate(text: str) -> bool:
+    """Whether `text` holds half a surrogate pair (a YAML or JSON escape can write one)."""
+    return bool(_SURROGATE.search(text))
 
 
 def normalise_newlines(text: str) -> str:

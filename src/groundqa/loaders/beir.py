@@ -18,10 +18,12 @@ from typing import Any
 from groundqa.loaders._common import (
     block,
     clean_body,
+    json_problem,
     read_text,
     record_document,
     review,
     source_of,
+    unpaired_surrogate,
 )
 from groundqa.models import Document, Finding
 
@@ -48,11 +50,11 @@ def load_beir(path: Path) -> tuple[list[Document], list[Finding]]:
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:
             findings.append(
                 block(
                     "malformed-json",
-                    f"{path.name} line {number} is not valid JSON ({exc.msg}); "
+                    f"{path.name} line {number} is not valid JSON ({json_problem(exc)}); "
                     "fix or remove that line",
                     path,
                     line=number,
@@ -65,6 +67,17 @@ def load_beir(path: Path) -> tuple[list[Document], list[Finding]]:
                     "malformed-json",
                     f"{path.name} line {number} is a JSON {type(record).__name__}, not an "
                     'object; write each line as {"_id": ..., "title": ..., "text": ...}',
+                    path,
+                    line=number,
+                )
+            )
+            continue
+        if unpaired_surrogate(line, record):
+            findings.append(
+                block(
+                    "malformed-json",
+                    f"{path.name} line {number} escapes half of a surrogate pair (e.g. "
+                    "\\ud800 alone), which is no character; fix the escape or remove that line",
                     path,
                     line=number,
                 )

@@ -51,7 +51,9 @@ def _resolve_columns(
     header: list[str], columns: Mapping[str, str], path: Path
 ) -> tuple[dict[str, int], list[Finding]]:
     """Map each role to a column index; a missing id or text column is a BLOCK finding."""
-    found = ", ".join(header) if header else "none"
+    # A name with a line break or control character in it is shown quoted, so that the
+    # message stays on one line and says exactly what the header holds.
+    found = ", ".join(h if h.isprintable() else repr(h) for h in header) if header else "none"
     roles: dict[str, int] = {}
     findings: list[Finding] = []
     for role, name in columns.items():
@@ -96,6 +98,15 @@ def _csv_error_message(path: Path, line: int, error: csv.Error) -> str:
     reason = str(error)
     if "unexpected end of data" in reason:
         reason = "a quoted field that starts here is never closed"
+    elif "field larger than field limit" in reason:
+        # Python's csv refuses fields over its limit; nearly always a quote left open
+        # that swallowed the rest of the file, or a document that is not one row's text.
+        limit = csv.field_size_limit()
+        reason = f"a field is longer than {limit:,} characters"
+        return (
+            f"{path.name} line {line}: {reason}; check the quoting on that line, or split "
+            "the text into several rows or load it as Markdown"
+        )
     return f"{path.name} line {line}: {reason}; fix the quoting on that line"
 
 

@@ -5,7 +5,9 @@ there`), where `<file>` is the path relative to the folder that was loaded. The 
 `# ` heading is the document title; the text between it and the first `##` (the
 preamble) is merged into the first section, so that a town's opening facts are found
 with "Getting there" instead of being lost or standing alone. Deeper headings stay in
-their section's text. YAML front matter becomes the document's metadata.
+their section's text. YAML front matter becomes the document's metadata; front matter
+that cannot (not YAML, a binary value, too big, too deep, or aliases that expand past
+`YAML_MAX_VALUES`) is a BLOCK finding and the body still loads.
 
 It does not rewrite text (no re-wrapping, no Unicode normalisation; only CRLF becomes
 LF and bodies are stripped), does not treat `#` lines inside fenced code as headings,
@@ -23,15 +25,37 @@ from typing import Any
 
 import yaml
 
-from groundqa.loaders._common import block, normalise_newlines, read_text, source_of
+from groundqa.loaders._common import (
+    block,
+    has_surrogate,
+    normalise_newlines,
+    read_text,
+    source_of,
+)
 from groundqa.models import Document, Finding, Section
 
-_ATX = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-# CommonMark: a closing run of #s counts only after a space, so `## C#` keeps its #.
-_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
+# The opening run of an ATX heading; the rest of the line is cut with string methods,
+# which take linear time where a regex that also matched the trailing blanks backtracked
+# quadratically on a long line of spaces.
+_ATX_OPEN = re.compile(r" {0,3}(#{1,6})(?=[ \t]|$)")
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _FENCE_CLOSE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
 _FRONT_MATTER_END = ("---", "...")
+# Front matter and metadata files describe a document in a few lines. These bounds keep a
+# hostile one from costing minutes or gigabytes: YAML aliases let a 1 KiB file name a
+# billion values, and the parser recurses once per level of nesting.
+YAML_MAX_CHARS = 1_000_000
+YAML_MAX_DEPTH = 50
+YAML_MAX_VALUES = 100_000
+
+
+class YamlProblem(Exception):
+    """Front matter or a metadata file that cannot become metadata; `line` when known."""
+
+    def __init__(self, problem: str, line: int | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.line = line
 
 
 @dataclass
@@ -44,22 +68,81 @@ class _Block:
 
 
 def _heading(line: str) -> tuple[int, str] | None:
-    match = _ATX.match(line)
+    match = _ATX_OPEN.match(line)
     if match is None:
         return None
-    text = _CLOSING_HASHES.sub("", match.group(2) or "").strip()
-    return len(match.group(1)), text
+    text = line[match.end() :].strip(" \t")
+    # CommonMark: a closing run of #s counts only after a blank, so `## C#` keeps its #.
+    unclosed = text.rstrip("#")
+    if unclosed != text and (not unclosed or unclosed[-1] in " \t"):
+        text = unclosed
+    return len(match.group(1)), text.strip()
 
 
 def yaml_plain(value: Any) -> Any:
-    """YAML values made JSON-safe: dates become ISO strings, keys become strings."""
-    if isinstance(value, dt.date):  # datetime is a date too
-        return value.isoformat()
-    if isinstance(value, dict):
-        return {str(k): yaml_plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [yaml_plain(v) for v in value]
-    return value
+    """YAML values made JSON-safe: dates become ISO strings, keys become strings, sets
+    sorted lists.
+
+    Raises YamlProblem for what an index cannot store or should not: a binary value,
+    half a surrogate pair, nesting deeper than YAML_MAX_DEPTH (an alias to itself is
+    infinitely deep) and more than YAML_MAX_VALUES values once aliases are expanded.
+    """
+    count = 0
+
+    def plain(item: Any, depth: int) -> Any:
+        nonlocal count
+        count += 1
+        if count > YAML_MAX_VALUES:
+            raise YamlProblem(f"more than {YAML_MAX_VALUES:,} values once aliases are expanded")
+        if depth > YAML_MAX_DEPTH:
+            raise YamlProblem(f"nested more than {YAML_MAX_DEPTH} levels deep")
+        if isinstance(item, dt.date):  # datetime is a date too
+            return item.isoformat()
+        if isinstance(item, str):
+            if has_surrogate(item):
+                raise YamlProblem("an escape names half of a surrogate pair (e.g. \\ud800)")
+            return item
+        if isinstance(item, bytes):
+            raise YamlProblem("a binary (!!binary) value; write it as text")
+        if isinstance(item, dict):
+            return {
+                plain(k, depth + 1) if isinstance(k, str | bytes) else str(k): plain(v, depth + 1)
+                for k, v in item.items()
+            }
+        if isinstance(item, set | frozenset):
+            return sorted((plain(v, depth + 1) for v in item), key=str)
+        if isinstance(item, list | tuple):
+            return [plain(v, depth + 1) for v in item]
+        return item
+
+    return plain(value, 0)
+
+
+def read_yaml(text: str) -> Any:
+    """`text` parsed as YAML into JSON-safe values (see `yaml_plain`).
+
+    Raises YamlProblem, never anything else, for text that is not YAML or is too big,
+    too deep or too expansive to be metadata.
+    """
+    if len(text) > YAML_MAX_CHARS:
+        raise YamlProblem(f"{len(text):,} characters, more than the {YAML_MAX_CHARS:,} allowed")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or "cannot be parsed"
+        raise YamlProblem(problem, mark.line + 1 if mark is not None else None) from None
+    except RecursionError:
+        raise YamlProblem("nested too deeply") from None
+    except (ValueError, OverflowError) as exc:
+        # A value YAML's resolver accepts but Python cannot build: `2020-02-30`, or an
+        # integer longer than Python converts.
+        raise YamlProblem(str(exc).split(";")[0]) from None
+    except (TypeError, AttributeError, KeyError):
+        # How PyYAML's constructors fail on a value its explicit tag does not fit
+        # (`!!timestamp x`, `!!bool x`); only the parser runs inside this `try`.
+        raise YamlProblem("a value that does not fit its tag (e.g. !!timestamp x)") from None
+    return yaml_plain(data)
 
 
 def _front_matter(lines: list[str], path: Path) -> tuple[dict[str, Any], int, Finding | None]:
@@ -74,17 +157,16 @@ def _front_matter(lines: list[str], path: Path) -> tuple[dict[str, Any], int, Fi
     if end is None:
         return {}, 0, None
     try:
-        data = yaml.safe_load("\n".join(lines[1:end]))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 2 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or "cannot be parsed"
+        data = read_yaml("\n".join(lines[1:end]))
+    except YamlProblem as exc:
+        line = exc.line + 1 if exc.line is not None else 1  # + 1 for the opening ---
+        where = f" on line {line}" if exc.line is not None else ""
         return (
             {},
             end + 1,
             block(
                 "front-matter",
-                f"{path.name} front matter is not valid YAML ({problem} on line {line}); "
+                f"{path.name} front matter is not valid YAML ({exc.problem}{where}); "
                 "fix it or remove the --- block",
                 path,
                 line=line,
@@ -104,7 +186,7 @@ def _front_matter(lines: list[str], path: Path) -> tuple[dict[str, Any], int, Fi
                 line=2,
             ),
         )
-    return yaml_plain(data), end + 1, None
+    return data, end + 1, None
 
 
 def parse_markdown(

@@ -23,7 +23,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from groundqa.loaders._common import block, clean_body, read_text, review, source_of
+from groundqa.loaders._common import (
+    block,
+    clean_body,
+    json_problem,
+    read_text,
+    review,
+    source_of,
+    unpaired_surrogate,
+)
 from groundqa.models import Document, Finding, Section
 
 _REQUIRED = ("DocumentID", "PassageID")
@@ -119,14 +127,25 @@ def load_obliqa(path: Path) -> tuple[list[Document], list[Finding]]:
         return [], [text]
     try:
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:
+        line = exc.lineno if isinstance(exc, json.JSONDecodeError) else None
+        where = f" line {line}" if line is not None else ""
         return [], [
             block(
                 "malformed-json",
-                f"{path.name} line {exc.lineno} is not valid JSON ({exc.msg}); "
+                f"{path.name}{where} is not valid JSON ({json_problem(exc)}); "
                 "fix the file or export it again",
                 path,
-                line=exc.lineno,
+                line=line,
+            )
+        ]
+    if unpaired_surrogate(text, data):
+        return [], [
+            block(
+                "malformed-json",
+                f"{path.name} escapes half of a surrogate pair (e.g. \\ud800 alone), which is "
+                "no character; fix the escape or export the file again",
+                path,
             )
         ]
     if not isinstance(data, list):

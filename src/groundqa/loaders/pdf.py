@@ -91,9 +91,12 @@ _NOT_A_HEADING_END = re.compile(r"[.,;]$")
 _NEW_BLOCK = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3})*\s|\([a-zA-Z0-9]{1,4}\)\s|[•▪●◦*–-]\s)")
 _LETTERS = r"[^\W\d_]"
 _DASHES = ("-", "–", "—")
-_BROKEN_WORD = re.compile(rf"({_LETTERS}+)-$")
+# Word patterns start only where a word starts (the lookbehind): tried from every letter
+# of a long run, they would take quadratic time on a page that is one long "word".
+_WORD_START = rf"(?<!{_LETTERS})"
+_BROKEN_WORD = re.compile(rf"{_WORD_START}({_LETTERS}+)-$")
 _CONTINUES_WORD = re.compile(rf"^([^\W\d_A-Z]{_LETTERS}*)")
-_COMPOUND = re.compile(rf"{_LETTERS}+(?:-{_LETTERS}+)+")
+_COMPOUND = re.compile(rf"{_WORD_START}{_LETTERS}+(?:-{_LETTERS}+)+")
 _WORD = re.compile(rf"{_LETTERS}+")
 _ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
 _PYPDF_LOCK = threading.Lock()
@@ -453,6 +456,7 @@ def _outline_headings(
     for i, line in enumerate(lines):
         first_line_of.setdefault(line.page, i)
     page_starts = sorted(first_line_of.items())
+    finder = _HeadingFinder(lines)
     headings: list[_Heading] = []
     stack: list[tuple[int, str]] = []
     position = 0
@@ -462,7 +466,7 @@ def _outline_headings(
         at = bisect.bisect_left(page_starts, (page, -1))
         page_start = page_starts[at][1] if at < len(page_starts) else len(lines)
         start = max(position, page_start)
-        found = _find_heading(lines, start, page, heading)
+        found = finder.find(start, page, heading)
         if found is not None:
             start, skip = found
         else:
@@ -475,23 +479,47 @@ def _outline_headings(
     return headings
 
 
-def _find_heading(
-    lines: Sequence[_Line], start: int, page: int, title: str
-) -> tuple[int, int] | None:
-    """(index of the heading's first line, lines it takes) on `page` from `start`."""
-    want = _norm(title)
-    if not want:
-        return None
-    for i in range(start, len(lines)):
-        if lines[i].page != page:
-            break
-        got = _norm(lines[i].text)
-        if got == want:
-            return i, 1
-        wrapped = got and want.startswith(got + " ") and i + 1 < len(lines)
-        if wrapped and _norm(f"{lines[i].text} {lines[i + 1].text}") == want:
-            return i, 2  # a long heading wrapped onto a second line
-    return None
+class _HeadingFinder:
+    """Finds an outline title among the lines by looking it up, not by reading the page.
+
+    Reading every line of the page for every entry costs entries x lines: minutes for an
+    outline of thousands of entries over a long page. Each line is normalised once and
+    indexed by its text; a title is then looked up whole, and each of its word-boundary
+    prefixes is looked up as the first line of a heading wrapped onto two.
+    """
+
+    def __init__(self, lines: Sequence[_Line]) -> None:
+        self.lines = lines
+        self.at: dict[str, list[int]] = {}
+        for i, line in enumerate(lines):
+            text = _norm(line.text)
+            if text:
+                self.at.setdefault(text, []).append(i)
+
+    def _on_page(self, text: str, start: int, page: int) -> Iterator[int]:
+        """Indexes of the lines reading `text` on `page`, from `start` on, in order."""
+        where = self.at.get(text, [])
+        for i in where[bisect.bisect_left(where, start) :]:
+            if self.lines[i].page != page:
+                return  # lines run in page order: the page is over
+            yield i
+
+    def find(self, start: int, page: int, title: str) -> tuple[int, int] | None:
+        """(index of the heading's first line, lines it takes) on `page` from `start`;
+        the earliest match wins, a one-line one over a wrapped one on the same line."""
+        want = _norm(title)
+        if not want:
+            return None
+        best = next(((i, 1) for i in self._on_page(want, start, page)), None)
+        for cut in (i for i, c in enumerate(want) if c == " "):
+            for i in self._on_page(want[:cut], start, page):
+                if best is not None and i >= best[0]:
+                    break
+                following = self.lines[i + 1].text if i + 1 < len(self.lines) else None
+                if following is not None and _norm(f"{self.lines[i].text} {following}") == want:
+                    best = (i, 2)  # a long heading wrapped onto a second line
+                    break
+        return best
 
 
 def _roman(numeral: str) -> int | None:

@@ -24,10 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from groundqa.loaders._common import block
-from groundqa.loaders.markdown import yaml_plain
+from groundqa.loaders.markdown import YamlProblem, read_yaml
 from groundqa.models import Document, Finding
 
 SIDECAR_SUFFIXES = (".meta.yaml", ".meta.yml")
@@ -52,9 +50,9 @@ class _Reader:
             return self.cache[path]
         data: dict[str, Any] = {}
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            reason = getattr(exc, "problem", None) or exc.__class__.__name__
+            loaded = read_yaml(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, YamlProblem) as exc:
+            reason = exc.problem if isinstance(exc, YamlProblem) else exc.__class__.__name__
             self.findings.append(
                 block(
                     "metadata-file",
@@ -64,7 +62,7 @@ class _Reader:
             )
         else:
             if isinstance(loaded, Mapping):
-                data = yaml_plain(loaded)
+                data = dict(loaded)
             elif loaded is not None:
                 self.findings.append(
                     block(
