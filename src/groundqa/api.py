@@ -837,6 +837,9 @@ def _static(body: bytes, media_type: str) -> Callable[[], Response]:
 # ---------------------------------------------------------------- the app
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]{1,200}")
+
+
 def _field(loc: Sequence[Any], body: Any) -> str:
     """The dotted path of what the client sent, without pydantic's union-member tags."""
     path: list[str] = []
@@ -851,7 +854,10 @@ def _field(loc: Sequence[Any], body: Any) -> str:
             node = None  # a field the client did not send (a missing one)
         else:
             continue  # a tag such as `list[str]`: a type pydantic tried, not a field sent
-        path.append(str(part))
+        # A key as sent may hold anything, a line break included: quote any that is not
+        # a plain name, so the message stays one line and says exactly what was sent.
+        plain = isinstance(part, int) or _PLAIN_KEY.fullmatch(str(part))
+        path.append(str(part) if plain else json.dumps(str(part)))
     return ".".join(path)
 
 
