@@ -134,3 +134,25 @@ def test_detected_places_scope_the_search_but_keep_national_rules(engine: Engine
     answer = engine.ask("Which trees are protected in Fennick?", auto_scope=True)
     assert answer.scope == scope
     assert all(c.section_id.startswith("local_fennick") for c in answer.citations)
+
+
+def test_a_reopened_engine_keeps_the_query_model_of_the_same_embedder(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "ferry.md").write_text("# Ferries\n\n## Timetable\n\nThe ferry leaves at dawn.\n")
+    index = tmp_path / "idx"
+    ingest([corpus], index)
+    first = Engine.open(index)
+    model = first.query_embedder()
+    (corpus / "bus.md").write_text("# Buses\n\n## Timetable\n\nThe bus leaves at noon.\n")
+    ingest([corpus], index)
+    second = first.reopen()
+    assert second.manifest.build_id != first.manifest.build_id
+    assert second.query_embedder() is model  # not loaded again
+    assert second.ask("When does the bus leave?").citations
+    # A build without vectors has no query model to keep.
+    ingest([corpus], index, dense=None, force=True)
+    third = second.reopen()
+    assert not third.store.has_vectors and third._embedder is None
+    for engine in (first, second, third):
+        engine.store.close()

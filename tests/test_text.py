@@ -65,3 +65,13 @@ def test_shorten() -> None:
     long = "word " * 100
     cut = shorten(long, 20)
     assert len(cut) <= 20 and cut.endswith("…")
+
+
+def test_the_stem_cache_is_bounded_and_stems_stay_right() -> None:
+    a = Analyzer()
+    a.CACHE_WORDS = 100
+    words = [f"running{i}x" for i in range(1000)]
+    for w in words:
+        a.terms(w)
+    assert len(a._cache) <= 100
+    assert a.terms("running jumped") == ["run", "jump"]

@@ -99,8 +99,16 @@ class Engine:
         return cls(open_store(location, analyzer), analyzer, embedder_options)
 
     def reopen(self) -> Engine:
-        """An Engine over the build the same index holds now (after a rebuild)."""
-        return Engine(self.store.reopen(), self.analyzer, self.embedder_options)
+        """An Engine over the build the same index holds now (after a rebuild). The query
+        model already loaded is kept when the new build was embedded by the same one, so a
+        server does not load a model again at each rebuild."""
+        engine = Engine(self.store.reopen(), self.analyzer, self.embedder_options)
+        same = engine.store.manifest.dense.get("embedder") == self.store.manifest.dense.get(
+            "embedder"
+        )
+        if same and self._embedder is not None:
+            engine._embedder = self._embedder
+        return engine
 
     @property
     def retrievers(self) -> tuple[str, ...]:

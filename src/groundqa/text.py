@@ -237,10 +237,13 @@ class Analyzer:
     """Lower-case, split on word characters, drop English stopwords, Snowball-stem.
 
     Stems are cached per surface form: corpora repeat words far more than they
-    introduce them, which makes stemming a small share of indexing time.
+    introduce them, which makes stemming a small share of indexing time. The cache is
+    bounded: a server's questions can bring new words without end, so past
+    `CACHE_WORDS` entries it starts again empty.
     """
 
     name = "en-snowball-v1"
+    CACHE_WORDS = 200_000
 
     def __init__(self) -> None:
         import Stemmer
@@ -253,6 +256,8 @@ class Analyzer:
         stem = self._cache.get(word)
         if stem is None:
             stem = self._stemmer.stemWord(word)
+            if len(self._cache) >= self.CACHE_WORDS:
+                self._cache.clear()
             self._cache[word] = stem
         return stem
 
