@@ -9,9 +9,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import audit
+import crash
 import dense
 import embedder
 import foundation
+import fuzz
 import gate
 import generation
 import intent
@@ -23,6 +25,7 @@ import retrieval
 import scale
 import scope
 import serve_load
+import soak
 from _common import RESULTS, ROOT
 
 
@@ -43,6 +46,11 @@ def main() -> int:
     scale.run()
     audit.run()
     generation.run()
+    # Hardening: every kill point of two stores (~15 min), the fuzz targets (~10 min), and
+    # a 10-minute soak with rebuilds under load.
+    crash.run()
+    fuzz.run()
+    soak.run()
     total = time.perf_counter() - started
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "wall_time.txt").write_text(f"make bench wall time: {total:.1f} s\n")
