@@ -57,9 +57,12 @@ async def _client(
     clients: int,
     seconds: float,
     failures: Counter[str] | None = None,
+    timeline: list[tuple[float, float]] | None = None,
+    t0: float = 0.0,
 ) -> dict[str, Any]:
     """Load from `clients` concurrent connections for `seconds`; `failures` counts why
-    requests failed (an HTTP status or an exception's type)."""
+    requests failed (an HTTP status or an exception's type), and `timeline` gets each
+    request's (start, seconds since `t0`; latency ms)."""
     import httpx
 
     failures = Counter() if failures is None else failures
@@ -85,6 +88,8 @@ async def _client(
                 ok = False
                 failures[type(exc).__name__] += 1
             latencies.append((time.perf_counter() - t) * 1000)
+            if timeline is not None:
+                timeline.append((t - t0, latencies[-1]))
             errors += not ok
 
     limits = httpx.Limits(

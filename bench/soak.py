@@ -32,7 +32,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, WORK, machine, percentile, write_result
-from serve_load import KEEPALIVE_EXPIRY_S, _questions, _start_server
+from serve_load import _client, _questions, _start_server
 
 SECONDS = float(os.environ.get("BENCH_SOAK_SECONDS", "600"))
 REBUILD_S = float(os.environ.get("BENCH_SOAK_REBUILD_S", "120"))
@@ -125,40 +125,6 @@ class Rebuilder(threading.Thread):
     t0 = 0.0
 
 
-async def _load(
-    url: str, questions: list[str], seconds: float, t0: float
-) -> tuple[list[tuple[float, float]], Counter[str], int]:
-    """(time since t0, latency ms) per request, failures by kind, and the request count."""
-    samples: list[tuple[float, float]] = []
-    failures: Counter[str] = Counter()
-    deadline = time.perf_counter() + seconds
-
-    async def worker(offset: int, http: httpx.AsyncClient) -> None:
-        i = offset
-        while time.perf_counter() < deadline:
-            question = questions[i % len(questions)]
-            i += CLIENTS
-            t = time.perf_counter()
-            try:
-                response = await http.post(f"{url}/query", json={"question": question, "k": 5})
-                if response.status_code != 200:
-                    failures[f"HTTP {response.status_code}"] += 1
-                elif "answer" not in response.json():
-                    failures["no answer"] += 1
-            except httpx.HTTPError as exc:
-                failures[type(exc).__name__] += 1
-            samples.append((t - t0, (time.perf_counter() - t) * 1000))
-
-    limits = httpx.Limits(
-        max_connections=CLIENTS,
-        max_keepalive_connections=CLIENTS,
-        keepalive_expiry=KEEPALIVE_EXPIRY_S,
-    )
-    async with httpx.AsyncClient(timeout=60, limits=limits) as http:
-        await asyncio.gather(*(worker(n, http) for n in range(CLIENTS)))
-    return samples, failures, len(samples)
-
-
 def _window(samples: list[tuple[float, float]], spans: list[tuple[float, float]]) -> list[float]:
     return [ms for at, ms in samples if any(a <= at < b for a, b in spans)]
 
@@ -207,7 +173,10 @@ def run() -> dict[str, Any]:
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        samples, failures, total = asyncio.run(_load(url, questions, SECONDS, t0))
+        samples: list[tuple[float, float]] = []
+        failures: Counter[str] = Counter()
+        load = _client(url, questions, CLIENTS, SECONDS, failures, timeline=samples, t0=t0)
+        total = asyncio.run(load)["requests"]
         elapsed = time.perf_counter() - t0
         done.set()
         sampler.join()
