@@ -11,8 +11,10 @@ Timing bounds are generous: the tests check what happens, not how fast.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -418,3 +420,20 @@ def test_a_server_that_swapped_in_a_rebuilt_index_still_stops_at_once(tmp_path: 
         proc.terminate()
         # Well inside the minute the old build waits before it is closed.
         assert proc.wait(timeout=20) == 0
+
+
+def test_the_server_caps_malloc_arenas_unless_told_otherwise() -> None:
+    code = "from groundqa.cli import _few_malloc_arenas as f; print(f())"
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    capped = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    told = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**env, "MALLOC_ARENA_MAX": "4"},
+        check=True,
+    )
+    assert capped.stdout.strip() == "True"  # glibc here: the cap is set
+    assert told.stdout.strip() == "False"  # the operator's own setting stands
