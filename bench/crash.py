@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,9 +40,10 @@ from postgres_eval import database, postgres
 FIRST_BUILD_POINTS = 8
 
 
-def _summary(name: str, points: list[crashkit.Point], calls: int, seconds: float) -> dict[str, Any]:
+def _summary(name: str, points: list[crashkit.Point], calls: int, started: float) -> dict[str, Any]:
+    """One scenario's row: its outcomes by kind, its failures, and its time since `started`."""
     seen = Counter(p.seen for p in points)
-    return {
+    row = {
         "scenario": name,
         "calls_in_trace": calls,
         "kill_points": len(points),
@@ -53,7 +53,7 @@ def _summary(name: str, points: list[crashkit.Point], calls: int, seconds: float
         "refused": seen["refused"],
         "inconsistent": seen["inconsistent"],
         "not_recovered": sum(1 for p in points if not p.recovered),
-        "seconds": round(seconds, 1),
+        "seconds": round(time.perf_counter() - started, 1),
         "by_call": dict(Counter(crashkit.syscall_of(p.call) for p in points)),
         "failures": [
             {
@@ -68,6 +68,8 @@ def _summary(name: str, points: list[crashkit.Point], calls: int, seconds: float
             if not p.consistent
         ],
     }
+    print(f"{name}: {len(points)} points, {seen['inconsistent']} inconsistent", flush=True)
+    return row
 
 
 def _every(step: int) -> Any:
@@ -87,10 +89,7 @@ def _updates(
     calls = crashkit.prepare_updates(location, corpora, work)
     harness = crashkit.Harness(location, corpora, expected, leftovers)
     crashkit.kill_updates(harness, calls, _every(step))
-    row = _summary(name, harness.points, max(len(c) for c in calls.values()), 0)
-    row["seconds"] = round(time.perf_counter() - started, 1)
-    print(f"{name}: {row['kill_points']} points, {row['inconsistent']} inconsistent", flush=True)
-    return row
+    return _summary(name, harness.points, max(len(c) for c in calls.values()), started)
 
 
 def _first(
@@ -107,10 +106,7 @@ def _first(
     calls = crashkit.traced_calls(corpora["v1"], location, work)
     harness = crashkit.Harness(location, corpora, expected, leftovers)
     crashkit.kill_first_builds(harness, crashkit.spread(calls, FIRST_BUILD_POINTS), reset, work)
-    row = _summary(name, harness.points, len(calls), 0)
-    row["seconds"] = round(time.perf_counter() - started, 1)
-    print(f"{name}: {row['kill_points']} points, {row['inconsistent']} inconsistent", flush=True)
-    return row
+    return _summary(name, harness.points, len(calls), started)
 
 
 # ---------------------------------------------------------------- the in-place baseline
@@ -139,54 +135,20 @@ def _in_place(corpora: dict[str, Path], expected: Any, work: Path, step: int) ->
     shutil.copytree(live_index, pristine, symlinks=True)
     command = [sys.executable, "-c", _IN_PLACE, str(source)]
     live_build = str((live_index / "current").resolve())
-    traced = subprocess.run(
-        [
-            "strace",
-            "-f",
-            "-qq",
-            "-e",
-            f"trace={crashkit.MUTATING}",
-            "-o",
-            str(work / "trace"),
-            *command,
-            live_build,
-        ],
-        check=True,
-    )
-    del traced
-    calls = [line for line in (work / "trace").read_text().splitlines() if "(" in line]
-    calls = [line.split(" ", 1)[1] if line.split(" ", 1)[0].isdigit() else line for line in calls]
+    calls = crashkit.traced([*command, live_build], work / "trace")
     harness = crashkit.Harness(str(live_index), corpora, expected, crashkit.directory_leftovers)
     for k in range(1, len(calls) + 1, step):
         shutil.rmtree(live_index)
         shutil.copytree(pristine, live_index, symlinks=True)
-        name, nth = crashkit.occurrence(calls, k)
-        run = subprocess.run(
-            [
-                "strace",
-                "-f",
-                "-qq",
-                "-e",
-                f"trace={name}",
-                "-e",
-                f"inject={name}:signal=KILL:when={nth}",
-                "-o",
-                "/dev/null",
-                *command,
-                live_build,
-            ],
-            check=False,
-        )
+        call, nth = crashkit.occurrence(calls, k)
+        run = crashkit.killed([*command, live_build], call, nth)
         seen, detail = harness.classify("v1", "v2")
         point = crashkit.Point(k, calls[k - 1], "v1", "v2", run.returncode, seen, detail)
         point.recovered = True  # the baseline has no recovery step of its own
         harness.points.append(point)
-    row = _summary(
-        "baseline: in-place copy over the live build (directory)", harness.points, len(calls), 0
-    )
+    name = "baseline: in-place copy over the live build (directory)"
+    row = _summary(name, harness.points, len(calls), started)
     row["failures"] = row["failures"][:5]
-    row["seconds"] = round(time.perf_counter() - started, 1)
-    print(f"baseline: {row['kill_points']} points, {row['inconsistent']} inconsistent", flush=True)
     return row
 
 

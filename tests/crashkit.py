@@ -101,45 +101,33 @@ def ingest_args(corpus: Path, location: str) -> list[str]:
     ]
 
 
-def ingest(corpus: Path, location: str) -> subprocess.CompletedProcess[str]:
+def _run(command: list[str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ingest_args(corpus, location),
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=600,
-        check=False,
+        command, capture_output=True, text=True, env=_env(), timeout=600, check=False
     )
 
 
-def traced_calls(corpus: Path, location: str, work: Path) -> list[str]:
-    """The state-changing calls of one clean ingest's main thread, in order."""
+def ingest(corpus: Path, location: str) -> subprocess.CompletedProcess[str]:
+    return _run(ingest_args(corpus, location))
+
+
+def traced(command: list[str], work: Path) -> list[str]:
+    """The state-changing calls of one clean run of `command`'s main thread, in order."""
     work.mkdir(parents=True, exist_ok=True)
     prefix = work / "trace"
     for old in work.glob("trace.*"):
         old.unlink()
-    done = subprocess.run(
-        [
-            "strace",
-            "-ff",
-            "-qq",
-            "-e",
-            f"trace={MUTATING}",
-            "-o",
-            str(prefix),
-            *ingest_args(corpus, location),
-        ],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=600,
-        check=False,
-    )
+    done = _run(["strace", "-ff", "-qq", "-e", f"trace={MUTATING}", "-o", str(prefix), *command])
     if done.returncode != 0:
-        raise RuntimeError(f"the traced ingest failed: {done.stderr.strip()[-500:]}")
+        raise RuntimeError(f"the traced run failed: {done.stderr.strip()[-500:]}")
     # strace -ff writes one file per thread; the process's own thread has the lowest id.
     main = min(work.glob("trace.*"), key=lambda p: int(p.suffix[1:]))
     return [line.split("(", 1)[0] + "(" + line.split("(", 1)[1][:70] for line in _lines(main)]
+
+
+def traced_calls(corpus: Path, location: str, work: Path) -> list[str]:
+    """The state-changing calls of one clean ingest's main thread, in order."""
+    return traced(ingest_args(corpus, location), work)
 
 
 def _lines(path: Path) -> list[str]:
@@ -160,29 +148,19 @@ def occurrence(calls: list[str], k: int) -> tuple[str, int]:
     return name, sum(1 for c in calls[:k] if syscall_of(c) == name)
 
 
+def killed(command: list[str], syscall: str, nth: int) -> subprocess.CompletedProcess[str]:
+    """`command`, killed by SIGKILL as it enters the n-th call of `syscall`."""
+    inject = f"inject={syscall}:signal=KILL:when={nth}"
+    return _run(
+        ["strace", "-f", "-qq", "-e", f"trace={syscall}", "-e", inject, "-o", "/dev/null", *command]
+    )
+
+
 def killed_ingest(
     corpus: Path, location: str, syscall: str, nth: int
 ) -> subprocess.CompletedProcess[str]:
     """The ingest, killed by SIGKILL as it enters the n-th call of `syscall`."""
-    return subprocess.run(
-        [
-            "strace",
-            "-f",
-            "-qq",
-            "-e",
-            f"trace={syscall}",
-            "-e",
-            f"inject={syscall}:signal=KILL:when={nth}",
-            "-o",
-            "/dev/null",
-            *ingest_args(corpus, location),
-        ],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=600,
-        check=False,
-    )
+    return killed(ingest_args(corpus, location), syscall, nth)
 
 
 def snapshot(location: str) -> dict[str, Any]:
