@@ -17,6 +17,7 @@ against the minutes in which a rebuild was running.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -77,10 +78,12 @@ def _build_id(url: str) -> str:
 class Rebuilder(threading.Thread):
     """Rebuild the index every `every` seconds; note when the server serves each build."""
 
-    def __init__(self, index: Path, corpora: list[Path], url: str, every: float, stop: float):
+    def __init__(
+        self, index: Path, corpora: list[Path], url: str, every: float, t0: float, stop: float
+    ):
         super().__init__(daemon=True)
         self.index, self.corpora, self.url = index, corpora, url
-        self.every, self.stop_at = every, stop
+        self.every, self.t0, self.stop_at = every, t0, stop
         self.builds: list[dict[str, Any]] = []
 
     def run(self) -> None:
@@ -110,8 +113,6 @@ class Rebuilder(threading.Thread):
                 "ok": done.returncode == 0,
             }
             if done.returncode == 0:
-                import json
-
                 build_id = json.loads(done.stdout)["build_id"]
                 while _build_id(self.url) != build_id and time.perf_counter() < built + 60:
                     time.sleep(0.2)
@@ -121,8 +122,6 @@ class Rebuilder(threading.Thread):
             else:
                 row["error"] = done.stderr.strip()[-300:]
             self.builds.append(row)
-
-    t0 = 0.0
 
 
 def _window(samples: list[tuple[float, float]], spans: list[tuple[float, float]]) -> list[float]:
@@ -162,8 +161,7 @@ def run() -> dict[str, Any]:
         memory: list[dict[str, float]] = []
         t0 = time.perf_counter()
         stop = t0 + SECONDS
-        rebuilder = Rebuilder(index, corpora, url, REBUILD_S, stop)
-        rebuilder.t0 = t0
+        rebuilder = Rebuilder(index, corpora, url, REBUILD_S, t0, stop)
         rebuilder.start()
         done = threading.Event()
 
