@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from groundqa.audit import find_instructions
 from groundqa.gate import Reading, coverage
@@ -71,6 +72,13 @@ _WANTS = (
 _HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
 
 
+@lru_cache(maxsize=8192)
+def _addresses_model(sentence: str) -> bool:
+    """Whether the sentence is an instruction to the model (see `audit.find_instructions`).
+    Cached: `reading` and `generate` both walk the same passages, question after question."""
+    return bool(find_instructions(sentence))
+
+
 @dataclass(frozen=True)
 class _Candidate:
     hit_index: int
@@ -113,7 +121,7 @@ class ExtractiveGenerator:
                 if _HEADING_LINE.match(sentence) or len(sentence) < 12:
                     continue
                 # Context alone (a matching title) is not an answer: the sentence must add something.
-                if not terms & topic or find_instructions(sentence):
+                if not terms & topic or _addresses_model(sentence):
                     continue
                 cov = coverage(ev.weights, terms | context)
                 bonus = self.type_bonus if wanted and _has(wanted, sentence) else 0.0
