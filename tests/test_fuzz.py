@@ -609,12 +609,17 @@ def test_time_limit_interrupts_a_hang(tmp_path: Path) -> None:
 FIFTY_MB = 50 * 1024 * 1024
 
 
+def _write_50mb(out: Any, block: str) -> None:
+    """50 MB of `block` (1 MiB of text) on one line, written a MiB at a time."""
+    for _ in range(FIFTY_MB // (1 << 20)):
+        out.write(block)
+
+
 def _csv_50mb_line(folder: Path) -> tuple[str, Path]:
     path = folder / "wide.csv"
     with path.open("w", encoding="utf-8") as out:
         out.write("id,title,text\n1,One line,")
-        for _ in range(FIFTY_MB // (1 << 20)):
-            out.write("x" * (1 << 20))
+        _write_50mb(out, "x" * (1 << 20))
         out.write("\n")
     return "load", path
 
@@ -623,8 +628,7 @@ def _markdown_50mb_line(folder: Path) -> tuple[str, Path]:
     path = folder / "long.md"
     with path.open("w", encoding="utf-8") as out:
         out.write("# Long\n\n## One paragraph\n\n")
-        for _ in range(FIFTY_MB // (1 << 20)):
-            out.write("word " * ((1 << 20) // 5))
+        _write_50mb(out, "word " * ((1 << 20) // 5))
         out.write("\n")
     return "load", path
 
@@ -673,8 +677,7 @@ def _jsonl_50mb_line(folder: Path) -> tuple[str, Path]:
     path = folder / "corpus.jsonl"
     with path.open("w", encoding="utf-8") as out:
         out.write('{"_id": "one", "title": "One", "text": "')
-        for _ in range(FIFTY_MB // (1 << 20)):
-            out.write("word " * ((1 << 20) // 5))
+        _write_50mb(out, "word " * ((1 << 20) // 5))
         out.write('"}\n')
     return "load", path
 

@@ -121,9 +121,9 @@ def json_problem(exc: ValueError | RecursionError) -> str:
 def unpaired_surrogate(raw: str, value: Any) -> bool:
     """Whether `value`, parsed from the JSON `raw`, holds half a surrogate pair (`"\\ud800"`
     escaped without its other half), which no UTF-8 file, and so no index, can store."""
-    if not _SURROGATE_ESCAPE.search(raw):
-        return False
-    return bool(_SURROGATE.search(json.dumps(value, ensure_ascii=False)))
+    return bool(_SURROGATE_ESCAPE.search(raw)) and has_surrogate(
+        json.dumps(value, ensure_ascii=False)
+    )
 
 
 def has_surrogate(text: str) -> bool:
