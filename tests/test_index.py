@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,9 @@ from groundqa.errors import (
     IndexVersionError,
     UsageError,
 )
-from groundqa.index import BM25Settings, LexicalIndex, load_index, write_chunks
-from groundqa.index.store import (
+from groundqa.index.directory import load_index, write_chunks
+from groundqa.index.lexical import BM25Settings, LexicalIndex
+from groundqa.index.manifest import (
     Manifest,
     build_lock,
     current_build,
@@ -185,3 +189,39 @@ def test_rebuilds_keep_only_current_and_previous(tmp_path: Path) -> None:
     kept = sorted(p.name for p in (tmp_path / "idx" / "builds").iterdir())
     assert builds[-1] in kept and len(kept) == 2
     assert current_build(tmp_path / "idx").name == builds[-1]
+
+
+def test_the_index_package_is_the_protocol_and_the_way_in() -> None:
+    """`groundqa.index` exports the `Store` protocol and `open_store`, and importing it
+    loads neither store nor a search library: each comes in with its own package."""
+    code = (
+        "import sys, groundqa.index as index; print(sorted(index.__all__)); "
+        "print(sorted(m for m in sys.modules if m.startswith("
+        "('groundqa.index.', 'bm25s', 'faiss', 'psycopg', 'pgvector'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True
+    )
+    exported, loaded = done.stdout.splitlines()
+    names = "Manifest Mask Ranked Store bm25_idf current_manifest fuse is_store_url open_store"
+    assert exported == str(sorted([*names.split(), "set_gate"]))
+    assert loaded == str(["groundqa.index.base", "groundqa.index.manifest", "groundqa.index.open"])
+
+
+DIRECTORY_NAMES = """ACRONYMS BM25_DIR CHUNKS DirectoryStore load_index read_acronyms read_chunks
+    write_acronyms write_chunks"""
+# What importers of `groundqa.index.postgres` use: its reader, its writer and its schema.
+POSTGRES_NAMES = """BATCH CONNECT_TIMEOUT_S HNSW_BUILD_MEMORY_KB LOCK_KEY MIGRATIONS POOL_SIZE
+    SCHEMA_VERSION BuildInfo PostgresStore PostgresTarget WriteStats connect ensure_schema
+    ensure_vector_extension read_current_manifest redact term_counts update_gate
+    create_build_tables"""
+
+
+@pytest.mark.parametrize(
+    ("package", "names"),
+    [("groundqa.index.directory", DIRECTORY_NAMES), ("groundqa.index.postgres", POSTGRES_NAMES)],
+)
+def test_each_store_package_exports_its_reader_and_writer(package: str, names: str) -> None:
+    module = importlib.import_module(package)
+    assert sorted(module.__all__) == sorted(names.split())
+    assert all(hasattr(module, name) for name in names.split())

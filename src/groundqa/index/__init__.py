@@ -1,182 +1,33 @@
-"""Persisted indexes: the chunk store, the BM25 index and the vectors of one complete build.
+"""Persisted indexes: one complete build of chunks, BM25 and vectors, on disk or in PostgreSQL.
 
-`write_index` turns chunks into a sealed build (see `store` for the atomic swap);
-`load_index` opens the current build after checking its manifest against its files.
+    manifest    what a build holds and how it was made; the index directory's builds,
+                its writer lock and the atomic swap of `current`
+    base        the `Store` protocol: what the query side needs from a build
+    lexical     the BM25 index (bm25s)
+    dense       the vector index (numpy, faiss HNSW)
+    directory/  the index directory: `store` reads a build, `target` writes its files
+    postgres/   PostgreSQL with pgvector: `schema`, `store` (reads), `target` (writes)
+    open        a store by where it lives: a folder, or a `postgresql://` URL
+
+Only the protocol and the way in are exported here; each store is imported from its
+own package, so opening one never loads the other's dependencies.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-
-from groundqa.embed import Matrix
-from groundqa.errors import IndexCorruptError, UsageError
-from groundqa.fusion import Fusion
-from groundqa.index.base import Mask, Ranked, fuse
-from groundqa.index.dense import DenseSettings, VectorIndex
-from groundqa.index.lexical import BM25Settings, LexicalIndex, top_k
-from groundqa.index.store import (
-    Manifest,
-    build_lock,
-    current_build,
-    new_build_id,
-    read_manifest,
-    write_build,
-)
-from groundqa.models import Chunk
-from groundqa.text import Analyzer
+from groundqa.index.base import Mask, Ranked, Store, bm25_idf, fuse
+from groundqa.index.manifest import Manifest
+from groundqa.index.open import current_manifest, is_store_url, open_store, set_gate
 
 __all__ = [
-    "BM25Settings",
-    "DenseSettings",
-    "DirectoryStore",
-    "LexicalIndex",
     "Manifest",
-    "VectorIndex",
-    "build_lock",
-    "current_build",
-    "load_index",
-    "new_build_id",
-    "read_acronyms",
-    "read_manifest",
-    "top_k",
-    "write_acronyms",
-    "write_build",
-    "write_chunks",
+    "Mask",
+    "Ranked",
+    "Store",
+    "bm25_idf",
+    "current_manifest",
+    "fuse",
+    "is_store_url",
+    "open_store",
+    "set_gate",
 ]
-
-CHUNKS = "chunks.jsonl"
-BM25_DIR = "bm25"
-ACRONYMS = "acronyms.json"
-
-
-def write_acronyms(directory: Path, acronyms: dict[str, str]) -> None:
-    (directory / ACRONYMS).write_text(
-        json.dumps(acronyms, ensure_ascii=False, indent=1, sort_keys=True), "utf-8"
-    )
-
-
-def read_acronyms(directory: Path) -> dict[str, str]:
-    path = directory / ACRONYMS
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text("utf-8"))
-    except ValueError as exc:
-        raise IndexCorruptError(f"{path} is unreadable ({exc}); rebuild the index") from None
-    return {str(k): str(v) for k, v in data.items()}
-
-
-def write_chunks(directory: Path, chunks: Sequence[Chunk]) -> None:
-    with (directory / CHUNKS).open("w", encoding="utf-8") as f:
-        for chunk in chunks:
-            f.write(json.dumps(chunk.to_dict(), ensure_ascii=False, sort_keys=True))
-            f.write("\n")
-
-
-def read_chunks(directory: Path) -> list[Chunk]:
-    chunks: list[Chunk] = []
-    with (directory / CHUNKS).open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            try:
-                chunks.append(Chunk.from_dict(json.loads(line)))
-            except (ValueError, KeyError) as exc:
-                raise IndexCorruptError(
-                    f"{directory}/{CHUNKS} line {line_no} is unreadable ({exc}); rebuild the index"
-                ) from None
-    return chunks
-
-
-@dataclass
-class DirectoryStore:
-    """One build of an index directory, loaded into memory: the embedded `Store`."""
-
-    index_dir: Path
-    build_dir: Path
-    manifest: Manifest
-    chunks: list[Chunk]
-    lexical: LexicalIndex
-    vectors: VectorIndex | None = None
-    acronyms: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def location(self) -> str:
-        return str(self.index_dir)
-
-    @property
-    def has_vectors(self) -> bool:
-        return self.vectors is not None
-
-    @property
-    def heading_weight(self) -> float:
-        return self.lexical.heading_weight
-
-    @property
-    def num_docs(self) -> int:
-        return self.lexical.num_docs
-
-    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
-        return {t: self.lexical.df(t) for t in terms}
-
-    def lexical_search(self, terms: Sequence[str], k: int, allowed: Mask = None) -> Ranked:
-        return top_k(self.lexical.scores(terms), k, allowed)
-
-    def vector_search(
-        self, query: Matrix, k: int, allowed: Mask = None, *, exact: bool = False
-    ) -> Ranked:
-        return self._vectors.search(query, k, allowed, exact=exact)
-
-    def hybrid_search(
-        self, terms: Sequence[str], query: Matrix, k: int, allowed: Mask, fusion: Fusion
-    ) -> Ranked:
-        return fuse(
-            fusion, self.lexical_search(terms, k, allowed), self.vector_search(query, k, allowed)
-        )
-
-    def vectors_of(self, rows: Sequence[int]) -> Matrix:
-        out: Matrix = self._vectors.vectors[list(rows)]
-        return out
-
-    @property
-    def _vectors(self) -> VectorIndex:
-        if self.vectors is None:
-            raise UsageError(f"{self.index_dir} has no vectors; rebuild it without --no-dense")
-        return self.vectors
-
-    def current_build_id(self) -> str:
-        return current_build(self.index_dir).name
-
-    def reopen(self) -> DirectoryStore:
-        return load_index(self.index_dir, self.lexical.analyzer)
-
-    def close(self) -> None:
-        return None
-
-
-def load_index(index_dir: Path, analyzer: Analyzer | None = None) -> DirectoryStore:
-    build_dir = current_build(index_dir)
-    manifest = read_manifest(build_dir)
-    chunks = read_chunks(build_dir)
-    lexical = LexicalIndex.load(
-        build_dir / BM25_DIR,
-        analyzer or Analyzer(),
-        heading_weight=float(manifest.lexical.get("heading_weight", 0.0)),
-    )
-    if len(chunks) != manifest.counts.get("chunks") or lexical.num_docs != len(chunks):
-        raise IndexCorruptError(
-            f"{index_dir}: {len(chunks)} chunks stored, {lexical.num_docs} indexed, "
-            f"{manifest.counts.get('chunks')} in the manifest; rebuild the index"
-        )
-    vectors = None
-    if manifest.dense:
-        vectors = VectorIndex.load(build_dir, int(manifest.dense.get("ef_search", 128)))
-        if len(vectors) != len(chunks) or vectors.dim != manifest.dense.get("dim"):
-            raise IndexCorruptError(
-                f"{index_dir}: {len(vectors)} vectors of {vectors.dim} dimensions for "
-                f"{len(chunks)} chunks; rebuild the index"
-            )
-    return DirectoryStore(
-        index_dir, build_dir, manifest, chunks, lexical, vectors, read_acronyms(build_dir)
-    )

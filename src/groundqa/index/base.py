@@ -1,6 +1,6 @@
 """The `Store` protocol: what the query side needs from one complete build of an index.
 
-Two stores implement it: the index directory on local disk (`index.DirectoryStore`,
+Two stores implement it: the index directory on local disk (`index.directory`,
 bm25s and numpy/faiss in memory) and PostgreSQL with pgvector (`index.postgres`,
 one database that many stateless workers share). Retrieval, the gate, generation
 and evaluation reach a build only through these methods, so none of them knows
@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from groundqa.embed import Matrix
 from groundqa.fusion import Fusion
-from groundqa.index.store import Manifest
+from groundqa.index.manifest import Manifest
 from groundqa.models import Chunk
 
 Mask = npt.NDArray[np.bool_] | None

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from groundqa.index.base import Store
-from groundqa.index.store import Manifest, current_build, read_manifest, update_gate
+from groundqa.index.manifest import Manifest, current_build, read_manifest, update_gate
 from groundqa.text import Analyzer
 
 URL_SCHEMES = ("postgresql://", "postgres://")
@@ -22,7 +22,7 @@ def open_store(location: str | Path, analyzer: Analyzer | None = None) -> Store:
         from groundqa.index.postgres import PostgresStore
 
         return PostgresStore.open(str(location))
-    from groundqa.index import load_index
+    from groundqa.index.directory import load_index
 
     return load_index(Path(location), analyzer)
 

@@ -1,4 +1,8 @@
-"""The index directory: complete builds side by side, one pointer to the current one.
+"""Manifests, and the index directory's builds: side by side, one pointer to the current one.
+
+`Manifest` says what a build holds and how it was made; both stores keep one per build
+(PostgreSQL as a row, see `index.postgres`). The rest of this module is the directory's
+bookkeeping:
 
     DIR/
       current           symlink -> builds/<build id>   (swapped atomically)

@@ -1,0 +1,387 @@
+"""Reading one build out of PostgreSQL: the `Store` the query side runs on.
+
+A search is one SQL round trip: the GIN index finds the chunks that hold a query term,
+and BM25 (Lucene idf, the formula bm25s uses) is summed from their term counts; vectors
+are compared exactly, or through HNSW; hybrid runs both in one statement, and plain
+reciprocal-rank fusion is done in SQL too. The SQL of each search is built here, beside
+the code that reads its rows.
+
+This module only reads: it opens the build that is current when the store is opened and
+keeps to it (`reopen` moves to a newer one), refuses a build that is incomplete or whose
+row count disagrees with its manifest, and never creates, migrates or drops a table.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from groundqa.embed import Matrix
+from groundqa.errors import (
+    IndexCorruptError,
+    IndexMissingError,
+    StoreUnavailableError,
+    UsageError,
+)
+from groundqa.fusion import Fusion
+from groundqa.index.base import Mask, Ranked, fuse
+from groundqa.index.manifest import Manifest
+from groundqa.index.postgres.schema import (
+    CONNECT_TIMEOUT_S,
+    BuildInfo,
+    _ident,
+    _psycopg,
+    _read_build,
+    _register_vector,
+    _sql,
+    _where,
+    connect,
+    redact,
+)
+from groundqa.models import Chunk
+
+POOL_SIZE = 8
+
+
+class PostgresStore:
+    """One complete build in PostgreSQL, opened for queries through a connection pool."""
+
+    def __init__(self, url: str, info: BuildInfo, pool: Any, *, ann: str = "auto") -> None:
+        self.url = url
+        self.info = info
+        self._pool = pool
+        self.ann = ann
+        self._chunks: list[Chunk] | None = None
+        self._chunks_lock = threading.Lock()
+        self._df: dict[str, int] = {}
+        lexical = info.manifest.lexical
+        self.k1 = float(lexical.get("k1", 1.5))
+        self.b = float(lexical.get("b", 0.75))
+        self._heading_weight = float(info.stats.get("heading_weight", 0.0))
+
+    @classmethod
+    def open(cls, url: str, *, ann: str = "auto", pool_size: int = POOL_SIZE) -> PostgresStore:
+        """The build current now; `ann` is auto (HNSW past the build's `ann_threshold`),
+        always, or never (exact search)."""
+        if ann not in ("auto", "always", "never"):
+            raise UsageError(f"ann must be auto, always or never, not {ann!r}")
+        with connect(url) as conn, conn.cursor() as cur:
+            info = _read_build(cur, url)
+        from psycopg_pool import ConnectionPool
+
+        pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=pool_size,
+            # No server-side prepared statements: after five runs PostgreSQL would switch
+            # a prepared search to a generic plan, which cannot see the query's terms or
+            # filter and costs about four times the custom one.
+            kwargs={"connect_timeout": CONNECT_TIMEOUT_S, "prepare_threshold": None},
+            # A request waits this long for a connection, then gets a 503; a connection the
+            # server closed (a restart, a failover) is found and replaced before it is used.
+            timeout=CONNECT_TIMEOUT_S,
+            check=ConnectionPool.check_connection,
+            configure=_register_vector if info.manifest.dense else None,
+            open=True,
+            name="groundqa",
+        )
+        return cls(url, info, pool, ann=ann)
+
+    # -- Store protocol
+
+    @property
+    def location(self) -> str:
+        return redact(self.url)
+
+    @property
+    def manifest(self) -> Manifest:
+        return self.info.manifest
+
+    @property
+    def acronyms(self) -> dict[str, str]:
+        return self.info.acronyms
+
+    @property
+    def has_vectors(self) -> bool:
+        return bool(self.info.manifest.dense)
+
+    @property
+    def heading_weight(self) -> float:
+        return self._heading_weight
+
+    @property
+    def num_docs(self) -> int:
+        return int(self.info.manifest.counts.get("chunks", 0))
+
+    @property
+    def chunks(self) -> list[Chunk]:
+        """Every chunk, read from the database on first use and kept."""
+        if self._chunks is None:
+            with self._chunks_lock:
+                if self._chunks is None:
+                    self._chunks = self._read_chunks()
+        return self._chunks
+
+    def _read_chunks(self) -> list[Chunk]:
+        query = _sql(
+            "SELECT row, chunk_id, doc_id, section_id, title, section_path, text, source, page, "
+            "part, parts, metadata FROM {t} ORDER BY row",
+            t=self.info.chunk_table,
+        )
+        with self._cursor() as cur:
+            cur.execute(query)
+            rows = cur.fetchall()
+        chunks = [
+            Chunk(
+                chunk_id=r[1],
+                doc_id=r[2],
+                section_id=r[3],
+                title=r[4],
+                section_path=tuple(r[5]),
+                text=r[6],
+                source=r[7],
+                page=r[8],
+                part=r[9],
+                parts=r[10],
+                metadata=dict(r[11]),
+            )
+            for r in rows
+        ]
+        if len(chunks) != self.num_docs or any(r[0] != i for i, r in enumerate(rows)):
+            raise IndexCorruptError(
+                f"{self.location}: build {self.info.build_id} holds {len(chunks)} chunks, its "
+                f"manifest {self.num_docs}; rebuild with `groundqa ingest ... --store URL`"
+            )
+        return chunks
+
+    def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(terms))
+        missing = [t for t in wanted if t not in self._df]
+        if missing:
+            with self._cursor() as cur:
+                cur.execute(
+                    _sql(
+                        "SELECT term, df FROM {t} WHERE field = 'b' AND term = ANY(%s)",
+                        t=self.info.terms_table,
+                    ),
+                    (missing,),
+                )
+                found = dict(cur.fetchall())
+            if len(self._df) > 200_000:
+                self._df.clear()
+            self._df.update({t: int(found.get(t, 0)) for t in missing})
+        return {t: self._df[t] for t in wanted}
+
+    def lexical_search(self, terms: Sequence[str], k: int, allowed: Mask = None) -> Ranked:
+        if k <= 0 or not any(terms):
+            return []
+        query, params = self._lexical_sql(terms, k, allowed)
+        with self._cursor() as cur:
+            cur.execute(query, params)
+            return [(int(r), float(s)) for r, s in cur.fetchall()]
+
+    def vector_search(
+        self, query: Matrix, k: int, allowed: Mask = None, *, exact: bool = False
+    ) -> Ranked:
+        if k <= 0:
+            return []
+        sql_text, params = self._vector_sql(query, k, allowed)
+        found = self._fetch_with_vectors(sql_text, params, k, exact or allowed is not None)
+        return [(int(r), float(s)) for r, s in found]
+
+    def hybrid_search(
+        self, terms: Sequence[str], query: Matrix, k: int, allowed: Mask, fusion: Fusion
+    ) -> Ranked:
+        """Both rankings in one statement; plain reciprocal-rank fusion is done in SQL."""
+        if k <= 0:
+            return []
+        if not any(terms):
+            return fuse(fusion, [], self.vector_search(query, k, allowed))
+        from psycopg import sql
+
+        lex, lex_params = self._lexical_sql(terms, k, allowed)
+        vec, vec_params = self._vector_sql(query, k, allowed)
+        params = {**lex_params, **vec_params}
+        if fusion.method == "rrf":
+            weights = fusion.weights or (1.0, 1.0)
+            params.update(rrf_k=fusion.k, w_lex=weights[0], w_vec=weights[1], k=k)
+            statement = sql.SQL(
+                "WITH lex AS ({lex}), vec AS ({vec}), ranked AS ("
+                " SELECT row, %(w_lex)s::float8 / (%(rrf_k)s + rank) AS s, rank FROM"
+                "  (SELECT row, row_number() OVER (ORDER BY score DESC, row) AS rank FROM lex) l"
+                " UNION ALL"
+                " SELECT row, %(w_vec)s::float8 / (%(rrf_k)s + rank), rank FROM"
+                "  (SELECT row, row_number() OVER (ORDER BY score DESC, row) AS rank FROM vec) v)"
+                " SELECT row, sum(s) AS fused FROM ranked GROUP BY row"
+                " ORDER BY fused DESC, min(rank), row::text"
+            ).format(lex=lex, vec=vec)
+            found = self._fetch_with_vectors(statement, params, k, allowed is not None)
+            return [(int(r), float(s)) for r, s in found]
+        statement = sql.SQL(
+            "WITH lex AS ({lex}), vec AS ({vec}) "
+            "SELECT 0, row, score FROM lex UNION ALL SELECT 1, row, score FROM vec"
+        ).format(lex=lex, vec=vec)
+        found = self._fetch_with_vectors(statement, params, k, allowed is not None)
+        lexical = sorted(((int(r), float(s)) for m, r, s in found if m == 0), key=_best_first)
+        dense = sorted(((int(r), float(s)) for m, r, s in found if m == 1), key=_best_first)
+        return fuse(fusion, lexical, dense)
+
+    def vectors_of(self, rows: Sequence[int]) -> Matrix:
+        if not self.has_vectors:
+            raise UsageError(f"{self.location} has no vectors; rebuild it without --no-dense")
+        with self._cursor() as cur:
+            cur.execute(
+                _sql(
+                    "SELECT row, embedding::real[] FROM {t} WHERE row = ANY(%s)",
+                    t=self.info.chunk_table,
+                ),
+                (list(rows),),
+            )
+            found = {int(r): np.asarray(v, dtype=np.float32) for r, v in cur.fetchall()}
+        return np.stack([found[r] for r in rows]) if rows else np.zeros((0, 0), np.float32)
+
+    def current_build_id(self) -> str:
+        with self._cursor() as cur:
+            cur.execute("SELECT build_id FROM groundqa_current")
+            row = cur.fetchone()
+        return "" if row is None else str(row[0])
+
+    def reopen(self) -> PostgresStore:
+        return PostgresStore.open(self.url, ann=self.ann, pool_size=self._pool.max_size)
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # -- SQL
+
+    @contextlib.contextmanager
+    def _cursor(self) -> Iterator[Any]:
+        psycopg = _psycopg()
+        try:
+            with self._pool.connection() as conn, conn.cursor() as cur:
+                yield cur
+        except psycopg.errors.UndefinedTable:
+            raise IndexMissingError(
+                f"build {self.info.build_id} was removed from {self.location} by newer builds; "
+                "open the index again"
+            ) from None
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailableError(
+                f"lost PostgreSQL at {_where(self.url)}: {str(exc).strip().splitlines()[-1]}"
+            ) from None
+
+    def _lexical_sql(
+        self, terms: Sequence[str], k: int, allowed: Mask
+    ) -> tuple[Any, dict[str, Any]]:
+        from psycopg import sql
+
+        counts = Counter(t for t in terms if t)
+        params: dict[str, Any] = {
+            "terms": list(counts),
+            "qtf": [float(n) for n in counts.values()],
+            "tsq": " | ".join("'" + t.replace("'", "''") + "'" for t in counts),
+            "n": float(self.num_docs),
+            "k1": self.k1,
+            "b": self.b,
+            "avg_b": max(self.info.stats.get("avgdl_body", 1.0), 1e-9),
+            "avg_h": max(self.info.stats.get("avgdl_head", 1.0), 1e-9),
+            "hw": self._heading_weight,
+            "lex_k": k,
+        }
+        filter_sql = sql.SQL("")
+        if allowed is not None:
+            params["lex_allowed"] = np.flatnonzero(allowed).astype(np.int32).tolist()
+            filter_sql = sql.SQL(" AND c.row = ANY(%(lex_allowed)s::int4[])")
+        heading = sql.SQL("")
+        if self._heading_weight > 0:
+            heading = sql.SQL(
+                " + %(hw)s * q.w_h * f.tf_h"
+                " / (f.tf_h + %(k1)s * (1 - %(b)s + %(b)s * c.head_len / %(avg_h)s))"
+            )
+        # The sum is rounded to float32, the precision bm25s keeps, so chunks that score
+        # the same tie the same way (by row) in both stores.
+        statement = sql.SQL(
+            "WITH q AS ("
+            " SELECT t.term, t.qtf * ln(1 + (%(n)s - b.df + 0.5) / (b.df + 0.5)) AS w_b,"
+            "  t.qtf * coalesce(ln(1 + (%(n)s - h.df + 0.5) / (h.df + 0.5)), 0) AS w_h"
+            " FROM unnest(%(terms)s::text[], %(qtf)s::float8[]) AS t(term, qtf)"
+            " JOIN {terms} b ON b.field = 'b' AND b.term = t.term"
+            " LEFT JOIN {terms} h ON h.field = 'h' AND h.term = t.term)"
+            " SELECT c.row, sum("
+            "  q.w_b * f.tf_b / (f.tf_b + %(k1)s * (1 - %(b)s + %(b)s * c.body_len / %(avg_b)s))"
+            "  {heading})::real AS score"
+            " FROM {chunks} c CROSS JOIN q CROSS JOIN LATERAL (SELECT"
+            "  coalesce((c.body_tf ->> q.term)::float8, 0) AS tf_b,"
+            "  coalesce((c.head_tf ->> q.term)::float8, 0) AS tf_h) f"
+            " WHERE c.body @@ %(tsq)s::tsquery{filter}"
+            " GROUP BY c.row HAVING sum(f.tf_b) > 0"
+            " ORDER BY score DESC, c.row LIMIT %(lex_k)s"
+        ).format(
+            terms=_ident(self.info.terms_table),
+            chunks=_ident(self.info.lexical_table),
+            filter=filter_sql,
+            heading=heading,
+        )
+        return statement, params
+
+    def _vector_sql(self, query: Matrix, k: int, allowed: Mask) -> tuple[Any, dict[str, Any]]:
+        from psycopg import sql
+
+        if not self.has_vectors:
+            raise UsageError(f"{self.location} has no vectors; rebuild it without --no-dense")
+        from pgvector import Vector
+
+        params: dict[str, Any] = {
+            "qvec": Vector(np.asarray(query, np.float32).reshape(-1)),
+            "vec_k": k,
+        }
+        filter_sql = sql.SQL("")
+        if allowed is not None:
+            params["vec_allowed"] = np.flatnonzero(allowed).astype(np.int32).tolist()
+            filter_sql = sql.SQL(" WHERE row = ANY(%(vec_allowed)s::int4[])")
+        statement = sql.SQL(
+            "SELECT row, -(embedding <#> %(qvec)s) AS score FROM {chunks}{filter}"
+            " ORDER BY embedding <#> %(qvec)s, row LIMIT %(vec_k)s"
+        ).format(chunks=_ident(self.info.chunk_table), filter=filter_sql)
+        return statement, params
+
+    def _uses_ann(self, exact: bool) -> bool:
+        if exact or self.ann == "never":
+            return False
+        if self.ann == "always":
+            return True
+        threshold = int(self.info.manifest.dense.get("ann_threshold", 100_000))
+        return self.num_docs >= threshold
+
+    def _fetch_with_vectors(
+        self, statement: Any, params: dict[str, Any], k: int, exact: bool
+    ) -> list[Any]:
+        """Run a statement that searches vectors, exactly or through HNSW (`_vector_settings`
+        for its transaction), and return its rows."""
+        with self._cursor() as cur:
+            self._vector_settings(cur, k, exact)
+            cur.execute(statement, params)
+            return list(cur.fetchall())
+
+    def _vector_settings(self, cur: Any, k: int, exact: bool) -> None:
+        """Exact search scans every (allowed) row; approximate walks the HNSW graph."""
+        if self._uses_ann(exact):
+            ef = max(int(self.info.manifest.dense.get("ef_search", 128)), k)
+            cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(ef, 1000)),))
+            cur.execute("SELECT set_config('enable_seqscan', 'off', true)")
+        else:
+            cur.execute("SELECT set_config('enable_indexscan', 'off', true)")
+
+
+def _best_first(item: tuple[int, float]) -> tuple[float, int]:
+    return (-item[1], item[0])
+
+
+def read_current_manifest(url: str) -> Manifest:
+    with connect(url) as conn, conn.cursor() as cur:
+        return _read_build(cur, url).manifest

@@ -1,0 +1,487 @@
+"""Writing builds into PostgreSQL: the target an ingest hands its chunks to.
+
+An ingest holds an advisory lock (a second one fails at once), writes a new build's
+tables in batches, each batch its own transaction, and marks the build complete and
+current in one last transaction. A killed ingest leaves an incomplete build that is
+never served and that the next ingest removes. Documents whose content is unchanged
+are copied inside the database from the previous build, and a chunk whose text was
+embedded before keeps its vector, so an update re-embeds only what changed.
+
+This module writes only while it holds the writer lock (`lock`), reuses chunks and vectors
+only from a build made with the same chunker, BM25 and embedding settings, and never makes
+a build current before every row of it is written; it answers no queries (see `store`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from groundqa.embed import Embedder
+from groundqa.errors import IndexCorruptError, IndexLockedError, IndexMissingError
+from groundqa.index.manifest import Manifest
+from groundqa.index.postgres.schema import (
+    BuildInfo,
+    _columns,
+    _drop,
+    _read_build,
+    _register_vector,
+    _sql,
+    _table,
+    _where,
+    connect,
+    create_build_tables,
+    ensure_schema,
+    ensure_vector_extension,
+    redact,
+)
+from groundqa.models import Chunk
+from groundqa.text import Analyzer
+
+# Chunks written per transaction by an ingest.
+BATCH = 2000
+# pg_advisory_lock key for writers: "groundqa" in ASCII, as a 63-bit integer.
+LOCK_KEY = 0x67726F756E647161
+# The most memory an ingest asks PostgreSQL for while it builds an HNSW index.
+HNSW_BUILD_MEMORY_KB = 4 * 1024 * 1024
+
+
+def term_counts(terms: Sequence[str]) -> str:
+    """A field's terms as the JSON object of counts the store keeps."""
+    return json.dumps(Counter(t for t in terms if t), ensure_ascii=False, separators=(",", ":"))
+
+
+def _content_hash(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()[:32]
+
+
+@dataclass
+class WriteStats:
+    """What an ingest into PostgreSQL did, for its report."""
+
+    copied_documents: int = 0
+    written_chunks: int = 0
+    embedded_chunks: int = 0
+    reused_vectors: int = 0
+    timings_s: dict[str, float] = field(default_factory=dict)
+
+
+class PostgresTarget:
+    """Writes builds into a database; `lock` first, then `current_manifest` and `write`."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._conn: Any = None
+
+    @property
+    def location(self) -> str:
+        return redact(self.url)
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """The writer lock: a second ingest into the same database fails at once."""
+        conn = connect(self.url)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,))
+                if not cur.fetchone()[0]:
+                    raise IndexLockedError(
+                        f"another ingest is writing the groundqa store at {_where(self.url)}; "
+                        "wait for it to finish and try again"
+                    )
+            conn.commit()
+            ensure_vector_extension(conn, self.url)
+            ensure_schema(conn, self.url)
+            _register_vector(conn)
+            self._conn = conn
+            self._drop_incomplete()
+            yield
+        finally:
+            self._conn = None
+            conn.close()  # closing the session releases the advisory lock
+
+    def current_manifest(self) -> Manifest | None:
+        info = self._current()
+        return None if info is None else info.manifest
+
+    def _current(self) -> BuildInfo | None:
+        """The build served now, if there is a complete one."""
+        with self._conn.cursor() as cur:
+            try:
+                info = _read_build(cur, self.url)
+            except (IndexMissingError, IndexCorruptError):
+                self._conn.rollback()
+                return None
+        self._conn.commit()
+        return info
+
+    def _drop_incomplete(self) -> None:
+        """Remove what killed ingests left: builds never marked complete."""
+        with self._conn.cursor() as cur:
+            cur.execute(
+                "SELECT build_id, chunk_table, lexical_table, terms_table FROM groundqa_builds "
+                "WHERE NOT complete"
+            )
+            for build_id, *tables in cur.fetchall():
+                cur.execute(_drop(tables))
+                cur.execute("DELETE FROM groundqa_builds WHERE build_id = %s", (build_id,))
+        self._conn.commit()
+
+    def write(
+        self,
+        chunks: Sequence[Chunk],
+        doc_hashes: dict[str, str],
+        *,
+        analyzer: Analyzer,
+        with_path: bool,
+        heading_weight: float,
+        embedder: Embedder | None,
+        make_manifest: Callable[[str, dict[str, Any]], Manifest],
+        dense_entry: Callable[[int], dict[str, Any]],
+        acronyms: dict[str, str],
+        progress: Callable[[int], None] = lambda n: None,
+    ) -> tuple[Manifest, WriteStats]:
+        """Write a build, copying unchanged documents from the previous one, and make it
+        current. `make_manifest(build_id, dense)` gives the build's manifest."""
+        conn = self._conn
+        stats = WriteStats()
+        started = time.perf_counter()
+        manifest = make_manifest("", {})
+        build_id = manifest.build_id
+        chunk_table, terms_table = _table("chunks", build_id), _table("terms", build_id)
+        lexical_table = _table("lexical", build_id)
+        served = self._current()
+        previous = self._reusable(served, manifest, embedder)
+        dim = int(embedder.embed(["dimension probe"]).shape[1]) if embedder else 0
+        with conn.cursor() as cur:
+            cur.execute(
+                "INSERT INTO groundqa_builds (build_id, chunk_table, lexical_table, terms_table, "
+                "manifest) VALUES (%s, %s, %s, %s, %s)",
+                (build_id, chunk_table, lexical_table, terms_table, json.dumps(manifest.to_dict())),
+            )
+            create_build_tables(
+                cur, chunk_table, lexical_table, terms_table, dim if embedder else None
+            )
+        conn.commit()
+
+        # Unchanged documents: copied inside the database, vectors and terms included.
+        rows = {c.chunk_id: i for i, c in enumerate(chunks)}
+        copied: set[str] = set()
+        if previous is not None:
+            t = time.perf_counter()
+            copied = self._copy_unchanged(
+                previous, chunk_table, lexical_table, chunks, doc_hashes, rows
+            )
+            stats.copied_documents = len(copied)
+            stats.timings_s["copy"] = time.perf_counter() - t
+        fresh = [i for i, c in enumerate(chunks) if c.doc_id not in copied]
+        progress(len(chunks) - len(fresh))
+
+        # New or changed documents: analysed here, vectors reused by content hash, in batches.
+        t = time.perf_counter()
+        columns = _columns(embedder is not None)
+        embed_s = 0.0
+        for start in range(0, len(fresh), BATCH):
+            batch = [chunks[i] for i in fresh[start : start + BATCH]]
+            texts = [c.index_text(with_path) for c in batch]
+            hashes = [_content_hash(text) for text in texts]
+            vectors: list[Any] = [None] * len(batch)
+            if embedder is not None:
+                t_embed = time.perf_counter()
+                vectors = self._vectors_for(previous, texts, hashes, embedder, stats)
+                embed_s += time.perf_counter() - t_embed
+            copy_sql = _sql(
+                "COPY {t} (" + ", ".join(f'"{c}"' for c in columns) + ") FROM STDIN",
+                t=chunk_table,
+            )
+            lexical_rows = []
+            with conn.cursor() as cur, cur.copy(copy_sql) as copy:
+                for chunk, text, h, vector in zip(batch, texts, hashes, vectors, strict=True):
+                    body = analyzer.terms(text)
+                    head = analyzer.terms(chunk.breadcrumb if with_path else chunk.title)
+                    record = [
+                        rows[chunk.chunk_id],
+                        chunk.chunk_id,
+                        chunk.doc_id,
+                        doc_hashes.get(chunk.doc_id, ""),
+                        h,
+                        chunk.section_id,
+                        chunk.title,
+                        list(chunk.section_path),
+                        chunk.text,
+                        chunk.source,
+                        chunk.page,
+                        chunk.part,
+                        chunk.parts,
+                        json.dumps(chunk.metadata, ensure_ascii=False, default=str),
+                    ]
+                    if embedder is not None:
+                        record.append(vector)
+                    copy.write_row(record)
+                    lexical_rows.append(
+                        (
+                            rows[chunk.chunk_id],
+                            len(body),
+                            len(head),
+                            term_counts(body),
+                            term_counts(head),
+                        )
+                    )
+            lexical_copy = _sql(
+                "COPY {t} (row, body_len, head_len, body_tf, head_tf) FROM STDIN", t=lexical_table
+            )
+            with conn.cursor() as cur, cur.copy(lexical_copy) as copy:
+                for lexical_row in lexical_rows:
+                    copy.write_row(lexical_row)
+            conn.commit()
+            stats.written_chunks += len(batch)
+            progress(len(batch))
+        stats.timings_s["write"] = time.perf_counter() - t - embed_s
+        stats.timings_s["embed"] = embed_s
+
+        # Indexes and corpus statistics, then the build becomes current in one transaction.
+        t = time.perf_counter()
+        with conn.cursor() as cur:
+            cur.execute(_sql("CREATE INDEX ON {t} USING gin (body)", t=lexical_table))
+            for sql_text in (
+                "CREATE INDEX ON {t} USING gin (metadata jsonb_path_ops)",
+                "CREATE INDEX ON {t} (doc_id)",
+                "CREATE INDEX ON {t} (chunk_hash)",
+            ):
+                cur.execute(_sql(sql_text, t=chunk_table))
+        conn.commit()
+        stats.timings_s["index_lexical"] = time.perf_counter() - t
+        if embedder is not None:
+            t = time.perf_counter()
+            dense = dense_entry(dim)
+            with conn.cursor() as cur:
+                # The HNSW graph is built in memory when it fits in maintenance_work_mem, and
+                # many times slower on disk when it does not: this session asks for what the
+                # graph needs (up to HNSW_BUILD_MEMORY_KB), never less than the server's setting.
+                m = int(dense.get("hnsw_m", 16))
+                need_kb = len(chunks) * (dim * 4 + m * 2 * 8 + 128) * 13 // 10 // 1024 + 65536
+                cur.execute(
+                    "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
+                )
+                memory_kb = max(int(cur.fetchone()[0]), min(need_kb, HNSW_BUILD_MEMORY_KB))
+                cur.execute(
+                    "SELECT set_config('maintenance_work_mem', %s, false), "
+                    "set_config('max_parallel_maintenance_workers', '1', false)",
+                    (f"{memory_kb}kB",),
+                )
+                cur.execute(
+                    _sql(
+                        "CREATE INDEX ON {t} USING hnsw (embedding vector_ip_ops) "
+                        f"WITH (m = {int(dense.get('hnsw_m', 16))}, "
+                        f"ef_construction = {int(dense.get('ef_construction', 64))})",
+                        t=chunk_table,
+                    )
+                )
+            conn.commit()
+            stats.timings_s["index_vectors"] = time.perf_counter() - t
+        else:
+            dense = {}
+        with conn.cursor() as cur:
+            for table in (chunk_table, lexical_table):  # statistics for the planner, now
+                cur.execute(_sql("ANALYZE {t}", t=table))
+            cur.execute(
+                _sql(
+                    "INSERT INTO {terms} SELECT 'b', word, ndoc FROM ts_stat('SELECT body FROM "
+                    + f'"{lexical_table}"'
+                    + "') UNION ALL SELECT 'h', word, ndoc FROM ts_stat('SELECT head FROM "
+                    + f'"{lexical_table}"'
+                    + "')",
+                    terms=terms_table,
+                )
+            )
+            cur.execute(_sql("ANALYZE {t}", t=terms_table))
+            cur.execute(
+                _sql(
+                    "SELECT count(*), coalesce(avg(body_len), 0), coalesce(avg(head_len), 0), "
+                    "coalesce(max(head_len), 0) FROM {t}",
+                    t=lexical_table,
+                )
+            )
+            n, avg_body, avg_head, max_head = cur.fetchone()
+            if n != len(chunks):
+                raise IndexCorruptError(
+                    f"build {build_id} holds {n} chunks where {len(chunks)} were written; "
+                    "run the ingest again"
+                )
+            store_stats = {
+                "avgdl_body": float(avg_body),
+                "avgdl_head": float(avg_head),
+                # bm25s builds no breadcrumb index when no chunk has breadcrumb terms.
+                "heading_weight": heading_weight if max_head > 0 else 0.0,
+            }
+            stats.timings_s["total"] = time.perf_counter() - started
+            final = make_manifest(build_id, dense)
+            cur.execute(
+                "UPDATE groundqa_builds SET manifest = %s, acronyms = %s, stats = %s, "
+                "complete = true WHERE build_id = %s",
+                (
+                    json.dumps(final.to_dict()),
+                    json.dumps(acronyms, ensure_ascii=False),
+                    json.dumps(store_stats),
+                    build_id,
+                ),
+            )
+            cur.execute(
+                "INSERT INTO groundqa_current (one, build_id) VALUES (true, %s) "
+                "ON CONFLICT (one) DO UPDATE SET build_id = excluded.build_id",
+                (build_id,),
+            )
+        conn.commit()
+        # The build served until now stays for readers that still have it open.
+        self._prune(keep={build_id, served.build_id if served else build_id})
+        return final, stats
+
+    def _reusable(
+        self, info: BuildInfo | None, manifest: Manifest, embedder: Embedder | None
+    ) -> BuildInfo | None:
+        """The current build, if its chunks can be reused by this one (same settings)."""
+        if info is None:
+            return None
+        old = info.manifest
+        same = (
+            old.chunker == manifest.chunker
+            and old.lexical == manifest.lexical
+            and old.analyzer == manifest.analyzer
+        )
+        if not same:
+            return None
+        old_model = old.dense.get("model_id") if old.dense else None
+        new_model = embedder.model_id if embedder else None
+        return info if old_model == new_model else None
+
+    def _copy_unchanged(
+        self,
+        previous: BuildInfo,
+        chunk_table: str,
+        lexical_table: str,
+        chunks: Sequence[Chunk],
+        doc_hashes: dict[str, str],
+        rows: dict[str, int],
+    ) -> set[str]:
+        """Copy the chunks of documents whose content hash is unchanged, with new row numbers."""
+        with self._conn.cursor() as cur:
+            cur.execute(_sql("SELECT DISTINCT doc_id, doc_hash FROM {t}", t=previous.chunk_table))
+            unchanged = {d for d, h in cur.fetchall() if doc_hashes.get(d) == h}
+            moving = [c for c in chunks if c.doc_id in unchanged]
+            if not moving:
+                return set()
+            columns = _columns(bool(previous.manifest.dense))
+            mapping = ([c.chunk_id for c in moving], [rows[c.chunk_id] for c in moving])
+            cur.execute(
+                _sql(
+                    "CREATE TEMP TABLE groundqa_moves ON COMMIT DROP AS SELECT p.row AS old_row, "
+                    "m.new_row FROM {old} p JOIN unnest(%s::text[], %s::int4[]) "
+                    "AS m(chunk_id, new_row) USING (chunk_id)",
+                    old=previous.chunk_table,
+                ),
+                mapping,
+            )
+            if cur.rowcount != len(moving):
+                raise IndexCorruptError(
+                    f"the previous build {previous.build_id} lacks chunks of unchanged "
+                    "documents; rebuild with --force"
+                )
+            cur.execute(
+                _sql(
+                    "INSERT INTO {new} ("
+                    + ", ".join(f'"{c}"' for c in columns)
+                    + ") SELECT m.new_row, "
+                    + ", ".join(f'p."{c}"' for c in columns[1:])
+                    + " FROM {old} p JOIN groundqa_moves m ON m.old_row = p.row",
+                    new=chunk_table,
+                    old=previous.chunk_table,
+                )
+            )
+            cur.execute(
+                _sql(
+                    "INSERT INTO {new} (row, body_len, head_len, body_tf, head_tf) "
+                    "SELECT m.new_row, l.body_len, l.head_len, l.body_tf, l.head_tf "
+                    "FROM {old} l JOIN groundqa_moves m ON m.old_row = l.row",
+                    new=lexical_table,
+                    old=previous.lexical_table,
+                )
+            )
+        self._conn.commit()
+        return unchanged
+
+    def _vectors_for(
+        self,
+        previous: BuildInfo | None,
+        texts: list[str],
+        hashes: list[str],
+        embedder: Embedder,
+        stats: WriteStats,
+    ) -> list[Any]:
+        known: dict[str, Any] = {}
+        if previous is not None and previous.manifest.dense:
+            with self._conn.cursor() as cur:
+                cur.execute(
+                    _sql(
+                        "SELECT DISTINCT ON (chunk_hash) chunk_hash, embedding FROM {t} "
+                        "WHERE chunk_hash = ANY(%s)",
+                        t=previous.chunk_table,
+                    ),
+                    (hashes,),
+                )
+                known = dict(cur.fetchall())
+            self._conn.commit()
+        todo = [i for i, h in enumerate(hashes) if h not in known]
+        out: list[Any] = [known.get(h) for h in hashes]
+        if todo:
+            embedded = embedder.embed([texts[i] for i in todo])
+            for i, vector in zip(todo, embedded, strict=True):
+                out[i] = np.asarray(vector, dtype=np.float32)
+        stats.embedded_chunks += len(todo)
+        stats.reused_vectors += len(hashes) - len(todo)
+        return out
+
+    def _prune(self, keep: set[str]) -> None:
+        """Drop builds other than the current one and the one before (open readers finish)."""
+        with self._conn.cursor() as cur:
+            cur.execute(
+                "SELECT build_id, chunk_table, lexical_table, terms_table FROM groundqa_builds "
+                "WHERE NOT (build_id = ANY(%s))",
+                (list(keep),),
+            )
+            for build_id, *tables in cur.fetchall():
+                cur.execute(_drop(tables))
+                cur.execute("DELETE FROM groundqa_builds WHERE build_id = %s", (build_id,))
+        self._conn.commit()
+
+
+def update_gate(url: str, gate: dict[str, Any], fingerprint: str | None = None) -> Manifest:
+    """Replace the current build's gate settings (see `index.manifest.update_gate`)."""
+    from groundqa.errors import CalibrationError
+
+    target = PostgresTarget(url)
+    with target.lock(), target._conn.cursor() as cur:
+        info = _read_build(cur, url)
+        if fingerprint is not None and info.manifest.fingerprint != fingerprint:
+            raise CalibrationError(
+                f"the gate was fitted for index build {fingerprint[:12]}, but {redact(url)} now "
+                f"holds build {info.manifest.fingerprint[:12]}; calibrate this index itself"
+            )
+        updated = Manifest.from_dict({**info.manifest.to_dict(), "gate": gate})
+        cur.execute(
+            "UPDATE groundqa_builds SET manifest = %s WHERE build_id = %s",
+            (json.dumps(updated.to_dict()), info.build_id),
+        )
+        target._conn.commit()
+    return updated
