@@ -1,7 +1,7 @@
 """The HTTP embedders against local servers that speak Ollama's and OpenAI's embedding APIs.
 
 No provider is reachable from here, so the real client code (httpx through
-`groundqa.generate.llm`) runs against small servers on 127.0.0.1 that answer as
+`groundqa.providers`) runs against small servers on 127.0.0.1 that answer as
 Ollama's `POST /api/embed` and OpenAI's `POST /v1/embeddings` do. Each server
 records every request, so the tests check what is sent (body, headers, how
 texts are batched) as well as how each reply and each failure is read.
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -231,6 +233,18 @@ def test_an_unknown_embedder_lists_the_available_ones() -> None:
         get_embedder("cohere:embed-v3")
     assert exc.value.message.startswith("unknown embedder 'cohere:embed-v3'; available: ")
     assert all(name in exc.value.message for name in ("minilm", "ollama", "openai"))
+
+
+def test_the_remote_embedders_load_no_generation_code() -> None:
+    # Embedding comes before generation: the embedders share `groundqa.providers` with the
+    # generators (endpoint, keys, errors) instead of importing them.
+    code = (
+        "import sys; from groundqa.embed import get_embedder; "
+        "get_embedder('ollama:m'); get_embedder('openai:m'); "
+        "print(sorted(m for m in sys.modules if m.startswith('groundqa.generate')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 # --- configuration mistakes ----------------------------------------------------------------

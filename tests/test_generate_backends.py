@@ -28,10 +28,10 @@ from groundqa.errors import GenerationError, UsageError
 from groundqa.generate import Evidence, Generation, GenerationSettings, get_generator
 from groundqa.generate import GeneratorOptions as Options
 from groundqa.generate.llm import finish
-from groundqa.generate.ollama import ollama_host
 from groundqa.generate.prompts import PROMPT_VERSION
 from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
+from groundqa.providers import ollama_host
 from groundqa.text import Analyzer, PassageTerms, split_sentences
 from tests.conftest import REGPACK
 from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url
@@ -768,8 +768,9 @@ def test_a_base_url_without_a_scheme_is_a_usage_error() -> None:
 def test_the_backends_load_lazily() -> None:
     code = (
         "import sys, groundqa.generate as g; "
-        "print(sorted(m for m in ('anthropic', 'groundqa.generate.llm', "
-        "'groundqa.generate.openai_compat', 'groundqa.generate.ollama') if m in sys.modules)); "
+        "print(sorted(m for m in ('anthropic', 'httpx', 'groundqa.generate.llm', "
+        "'groundqa.generate.extractive', 'groundqa.generate.openai_compat', "
+        "'groundqa.generate.ollama') if m in sys.modules)); "
         "print(g.available())"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

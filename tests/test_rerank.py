@@ -25,7 +25,7 @@ import pytest
 from groundqa.errors import GenerationError, UsageError
 from groundqa.generate import GeneratorOptions
 from groundqa.models import Chunk, Hit
-from groundqa.rerank import (
+from groundqa.retrieve.rerank import (
     CrossEncoderReranker,
     LLMReranker,
     available,
@@ -78,11 +78,12 @@ def test_available_lists_every_spec_form() -> None:
     assert available() == ["none", "cross-encoder:PATH", "llm:GENERATOR_SPEC"]
 
 
-def test_an_unknown_reranker_lists_the_available_ones() -> None:
+@pytest.mark.parametrize("spec", ["colbert:x", "none:x"])
+def test_an_unknown_reranker_lists_the_available_ones(spec: str) -> None:
     with pytest.raises(UsageError) as exc:
-        get_reranker("colbert:x")
+        get_reranker(spec)
     assert exc.value.message == (
-        "unknown reranker 'colbert:x'; available: none, cross-encoder:PATH, llm:GENERATOR_SPEC"
+        f"unknown reranker {spec!r}; available: none, cross-encoder:PATH, llm:GENERATOR_SPEC"
     )
 
 
@@ -123,11 +124,14 @@ def test_llm_without_a_model_gives_an_example() -> None:
         get_reranker("llm:ollama:")
 
 
-def test_backends_load_lazily() -> None:
+def test_backends_load_lazily_and_generation_not_at_all() -> None:
+    # Retrieval comes before generation: the reranker shares `groundqa.providers` with the
+    # generators instead of importing them.
     code = (
-        "import sys, groundqa.rerank; "
-        "print(sorted(m for m in ('sentence_transformers', 'torch', 'httpx', "
-        "'groundqa.generate.ollama', 'groundqa.generate.openai_compat') if m in sys.modules))"
+        "import sys, groundqa.retrieve.rerank as r; "
+        "r.get_reranker('llm:ollama:m'); r.get_reranker('llm:openai:m'); "
+        "print(sorted(m for m in ('sentence_transformers', 'torch', 'groundqa.generate') "
+        "if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -1,6 +1,7 @@
 """Embedders turn text into unit vectors for dense retrieval.
 
-One protocol, one registry keyed by a config string, as generators have:
+One protocol; the config string that names an embedder resolves through
+`groundqa.registry`, as generators and rerankers do:
 
 - `minilm` (the offline default; `minilm:onnx-int8`, `minilm:fp32`): all-MiniLM-L6-v2
   from files pip installed, see `embed/minilm.py`.
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from groundqa.errors import UsageError
+from groundqa import registry
 
 Matrix = np.ndarray[Any, np.dtype[np.float32]]
 Progress = Callable[[int], None]
@@ -54,25 +55,22 @@ class Embedder(Protocol):
 
 
 Factory = Callable[[str, EmbedderOptions], Embedder]
-_REGISTRY: dict[str, Factory] = {}
 
 
-def register(name: str, factory: Factory) -> None:
-    """Make `name` (or `name:ARG`) resolvable by `get_embedder`."""
-    _REGISTRY[name] = factory
+def register(name: str, factory: Factory | str) -> None:
+    """Make `name` (or `name:ARG`) resolvable by `get_embedder`; `factory` may be a
+    lazily imported `"module:attribute"`."""
+    registry.register("embedder", name, factory)
 
 
 def available() -> list[str]:
-    return sorted(_REGISTRY)
+    return registry.available("embedder")
 
 
 def get_embedder(spec: str, options: EmbedderOptions | None = None) -> Embedder:
     """The embedder named by `spec` (a local model loads once per process and settings)."""
-    name, _, arg = spec.strip().partition(":")
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        raise UsageError(f"unknown embedder {spec!r}; available: {', '.join(available())}")
-    return factory(arg, options or EmbedderOptions())
+    embedder: Embedder = registry.create("embedder", spec.strip(), options or EmbedderOptions())
+    return embedder
 
 
 def check_vectors(vectors: Matrix, count: int, backend: str) -> Matrix:
@@ -97,29 +95,6 @@ def check_vectors(vectors: Matrix, count: int, backend: str) -> Matrix:
     out: Matrix = arr / norms
     return out
 
-
-def _register_builtins() -> None:
-    def minilm(arg: str, options: EmbedderOptions) -> Embedder:
-        from groundqa.embed.minilm import load_minilm
-
-        return load_minilm(arg or "onnx-int8", options.threads, options.batch_size)
-
-    def ollama(arg: str, options: EmbedderOptions) -> Embedder:
-        from groundqa.embed.remote import OllamaEmbedder
-
-        return OllamaEmbedder.from_spec(arg, options)
-
-    def openai(arg: str, options: EmbedderOptions) -> Embedder:
-        from groundqa.embed.remote import OpenAIEmbedder
-
-        return OpenAIEmbedder.from_spec(arg, options)
-
-    register("minilm", minilm)
-    register("ollama", ollama)
-    register("openai", openai)
-
-
-_register_builtins()
 
 __all__ = [
     "DEFAULT_EMBEDDER",

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from groundqa.embed import Matrix
+from groundqa.embed import EmbedderOptions, Matrix
 from groundqa.errors import UsageError
 
 if TYPE_CHECKING:
@@ -71,7 +71,8 @@ def load_tokenizer() -> Tokenizer:
         from tokenizers import Tokenizer
     except ImportError:
         raise UsageError(
-            "the minilm embedder needs the tokenizers package; install groundqa[embed]"
+            "the minilm embedder needs the tokenizers package, which groundqa depends on; "
+            "install it: pip install tokenizers"
         ) from None
     path = model_dir() / "tokenizer.json"
     if not path.is_file():
@@ -155,7 +156,8 @@ class NumpyEncoder:
             from safetensors.numpy import load_file
         except ImportError:
             raise UsageError(
-                "minilm:fp32 needs the safetensors package; install groundqa[embed]"
+                "minilm:fp32 needs the safetensors package, which groundqa depends on; "
+                "install it: pip install safetensors"
             ) from None
         path = model_dir() / "model.safetensors"
         if not path.is_file():
@@ -229,7 +231,8 @@ class OnnxEncoder:
             import onnxruntime as ort
         except ImportError:
             raise UsageError(
-                "the minilm embedder needs onnxruntime; install groundqa[embed]"
+                "the minilm embedder needs onnxruntime, which groundqa depends on; "
+                "install it: pip install onnxruntime"
             ) from None
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
@@ -301,3 +304,8 @@ def load_minilm(runtime: str, threads: int | None, batch_size: int | None) -> Mi
     return MiniLMEmbedder(
         runtime=runtime, threads=threads or default_threads(), batch_size=batch_size or 16
     )
+
+
+def from_spec(runtime: str, options: EmbedderOptions) -> MiniLMEmbedder:
+    """The `minilm[:RUNTIME]` entry of the registry; the runtime defaults to `onnx-int8`."""
+    return load_minilm(runtime or "onnx-int8", options.threads, options.batch_size)

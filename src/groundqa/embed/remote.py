@@ -4,8 +4,9 @@
 with `{"model", "input": [texts...]}` and reads `{"embeddings": [[...], ...]}`,
 one row per input in order. The server is `EmbedderOptions.base_url`, else
 `OLLAMA_HOST`, else `http://127.0.0.1:11434`, exactly as the `ollama:`
-generator finds it. Ollama needs no key; a model it does not have is an HTTP
-404 whose message ("try pulling it first") is passed on.
+generator finds it (both ask `groundqa.providers`). Ollama needs no key; a
+model it does not have is an HTTP 404 whose message ("try pulling it first")
+is passed on.
 
 `openai:MODEL` (e.g. `openai:text-embedding-3-small`) speaks OpenAI's
 embeddings API, which vLLM, the llama.cpp server, LM Studio, Ollama's `/v1`
@@ -30,24 +31,30 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from groundqa.embed import EmbedderOptions, Matrix, Progress, check_vectors
 from groundqa.errors import EmbeddingError, UsageError
-from groundqa.generate import GeneratorOptions
-from groundqa.generate import ollama as ollama_gen
-from groundqa.generate import openai_compat as openai_gen
-from groundqa.generate.llm import HttpCall, endpoint, post_json, require_httpx, server_message
+from groundqa.providers import (
+    HttpCall,
+    ollama_base_url,
+    ollama_call,
+    openai_base_url,
+    openai_call,
+    post_json,
+    require_httpx,
+    server_message,
+)
 from groundqa.text import shorten
 
 DEFAULT_BATCH_SIZE = 64
 
 
 def _require_model(backend: str, model: str, example: str) -> str:
-    # Not llm.require_model: its example names --generator, which would mislead here.
+    # Not providers.require_model: its example names --generator, which would mislead here.
     model = model.strip()
     if not model:
         raise UsageError(f"{backend}: name an embedding model, e.g. {backend}:{example}")
@@ -138,14 +145,13 @@ class OllamaEmbedder(_RemoteEmbedder):
     def from_spec(cls, model: str, options: EmbedderOptions) -> OllamaEmbedder:
         return cls(
             model=_require_model("ollama", model, "mxbai-embed-large"),
-            base_url=ollama_gen.resolve_base_url(GeneratorOptions(base_url=options.base_url)),
+            base_url=ollama_base_url(options.base_url),
             timeout_s=options.timeout_s,
             batch_size=_batch_size(options),
         )
 
     def _call(self) -> HttpCall:
-        url = endpoint(self.base_url, "/api/embed")
-        return HttpCall("ollama", url, self.timeout_s, error_type=EmbeddingError)
+        return ollama_call(self.base_url, "/api/embed", self.timeout_s, error_type=EmbeddingError)
 
     def _rows(self, call: HttpCall, reply: Any, count: int) -> list[list[float]]:
         if isinstance(reply, dict) and isinstance(reply.get("error"), str):
@@ -164,16 +170,15 @@ class OpenAIEmbedder(_RemoteEmbedder):
     def from_spec(cls, model: str, options: EmbedderOptions) -> OpenAIEmbedder:
         return cls(
             model=_require_model("openai", model, "text-embedding-3-small"),
-            base_url=openai_gen.resolve_base_url(GeneratorOptions(base_url=options.base_url)),
+            base_url=openai_base_url(options.base_url),
             timeout_s=options.timeout_s,
             batch_size=_batch_size(options),
         )
 
     def _call(self) -> HttpCall:
-        # The generator's call carries the key header, the secrets to scrub and the 401
-        # hint, read from the environment now; only the path and the error type differ.
-        chat = openai_gen.OpenAIGenerator(self.model, self.base_url, self.timeout_s).http_call()
-        return replace(chat, url=endpoint(self.base_url, "/embeddings"), error_type=EmbeddingError)
+        # The key header, the secrets to scrub and the 401 hint are the generator's, read
+        # from the environment now; only the path and the error type differ.
+        return openai_call(self.base_url, "/embeddings", self.timeout_s, error_type=EmbeddingError)
 
     def _rows(self, call: HttpCall, reply: Any, count: int) -> list[list[float]]:
         if isinstance(reply, dict) and "error" in reply:

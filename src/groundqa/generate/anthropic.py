@@ -33,23 +33,22 @@ from typing import TYPE_CHECKING
 
 from groundqa.errors import GenerationError, UsageError
 from groundqa.generate import Evidence, Generation, GeneratorOptions
-from groundqa.generate.llm import (
+from groundqa.generate.llm import finish, refuse_without_sources, relay
+from groundqa.generate.prompts import PROMPT_VERSION, SYSTEM_PROMPT, user_message
+from groundqa.providers import (
+    ANTHROPIC_KEY,
     HttpCall,
-    check_base_url,
+    anthropic_base_url,
+    anthropic_call,
     env_secret,
-    finish,
-    refuse_without_sources,
-    relay,
     require_model,
     shown_url,
 )
-from groundqa.generate.prompts import PROMPT_VERSION, SYSTEM_PROMPT, user_message
 from groundqa.text import shorten
 
 if TYPE_CHECKING:
     import anthropic as sdk
 
-DEFAULT_BASE_URL = "https://api.anthropic.com"
 _INSTALL = "anthropic: needs pip install 'groundqa[anthropic]'"
 
 
@@ -77,12 +76,6 @@ def _transport_errors() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
     return tuple(timeouts), tuple(errors)
 
 
-def resolve_base_url(options: GeneratorOptions) -> str | None:
-    """The base URL to hand the SDK; None lets it use its default."""
-    url = options.base_url or env_secret("ANTHROPIC_BASE_URL")
-    return check_base_url("anthropic", url) if url else None
-
-
 @dataclass
 class AnthropicGenerator:
     model: str
@@ -95,7 +88,7 @@ class AnthropicGenerator:
     def __post_init__(self) -> None:
         self.name = f"anthropic:{self.model}"
         _sdk()
-        if env_secret("ANTHROPIC_API_KEY") is None:
+        if env_secret(ANTHROPIC_KEY) is None:
             raise UsageError(
                 "anthropic: set ANTHROPIC_API_KEY in the environment (the key is read from there only)"
             )
@@ -104,21 +97,17 @@ class AnthropicGenerator:
     def from_spec(cls, model: str, options: GeneratorOptions) -> AnthropicGenerator:
         return cls(
             model=require_model("anthropic", model, "claude-sonnet-4-5"),
-            base_url=resolve_base_url(options),
+            base_url=anthropic_base_url(options.base_url),
             timeout_s=options.timeout_s,
         )
 
     def http_call(self) -> HttpCall:
-        key = env_secret("ANTHROPIC_API_KEY") or ""
-        url = (self.base_url or DEFAULT_BASE_URL).rstrip("/") + "/v1/messages"
-        return HttpCall(
-            "anthropic", url, self.timeout_s, secrets=(key,), auth_hint="check ANTHROPIC_API_KEY"
-        )
+        return anthropic_call(self.base_url, self.timeout_s)
 
     def _client(self) -> sdk.Anthropic:
         import anthropic
 
-        key = env_secret("ANTHROPIC_API_KEY")
+        key = env_secret(ANTHROPIC_KEY)
         if key is None:
             raise UsageError("anthropic: set ANTHROPIC_API_KEY in the environment")
         return anthropic.Anthropic(
@@ -186,3 +175,6 @@ class AnthropicGenerator:
             ) as events,
         ):
             yield from events.text_stream
+
+
+__all__ = ["AnthropicGenerator"]

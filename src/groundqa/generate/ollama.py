@@ -17,67 +17,31 @@ in the stream, a line that is not JSON, or a stream that stops before
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from groundqa.generate import Evidence, Generation, GeneratorOptions
-from groundqa.generate.llm import (
+from groundqa.generate.llm import finish, refuse_without_sources, relay
+from groundqa.generate.prompts import PROMPT_VERSION, build_messages
+from groundqa.providers import (
+    OLLAMA_DEFAULT_URL,
     HttpCall,
-    check_base_url,
-    endpoint,
-    finish,
     json_lines,
+    ollama_base_url,
+    ollama_call,
+    ollama_reply_text,
     post_json,
     post_lines,
-    refuse_without_sources,
-    relay,
     require_httpx,
     require_model,
 )
-from groundqa.generate.prompts import PROMPT_VERSION, build_messages
-
-DEFAULT_BASE_URL = "http://127.0.0.1:11434"
-DEFAULT_PORT = 11434
-
-
-def ollama_host(value: str) -> str:
-    """`OLLAMA_HOST` as a URL: `gpu-box` -> `http://gpu-box:11434`, `0.0.0.0:8080` -> `http://0.0.0.0:8080`."""
-    value = value.strip()
-    if "://" in value:
-        return value
-    host = urlsplit(f"http://{value}")
-    if host.port is None:
-        return f"http://{value.rstrip('/')}:{DEFAULT_PORT}"
-    return f"http://{value}"
-
-
-def resolve_base_url(options: GeneratorOptions) -> str:
-    if options.base_url:
-        return check_base_url("ollama", options.base_url)
-    env = os.environ.get("OLLAMA_HOST", "").strip()
-    if env:
-        return check_base_url("ollama", ollama_host(env))
-    return DEFAULT_BASE_URL
-
-
-def reply_text(call: HttpCall, reply: Any) -> str:
-    """The text of a whole (not streamed) `/api/chat` reply, or the error it carries."""
-    if isinstance(reply, dict) and isinstance(reply.get("error"), str):
-        raise call.error(f"ollama reported an error: {reply['error']}")
-    message = reply.get("message") if isinstance(reply, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, str):
-        raise call.malformed("the reply has no message.content")
-    return content
 
 
 @dataclass
 class OllamaGenerator:
     model: str
-    base_url: str = DEFAULT_BASE_URL
+    base_url: str = OLLAMA_DEFAULT_URL
     timeout_s: float = 60.0
     name: str = field(init=False)
 
@@ -91,12 +55,12 @@ class OllamaGenerator:
     def from_spec(cls, model: str, options: GeneratorOptions) -> OllamaGenerator:
         return cls(
             model=require_model("ollama", model, "llama3.1:8b"),
-            base_url=resolve_base_url(options),
+            base_url=ollama_base_url(options.base_url),
             timeout_s=options.timeout_s,
         )
 
     def http_call(self) -> HttpCall:
-        return HttpCall("ollama", endpoint(self.base_url, "/api/chat"), self.timeout_s)
+        return ollama_call(self.base_url, "/api/chat", self.timeout_s)
 
     def request(self, evidence: Evidence, *, stream: bool) -> dict[str, Any]:
         return {
@@ -115,7 +79,7 @@ class OllamaGenerator:
             return early
         call = self.http_call()
         reply = post_json(call, self.request(evidence, stream=False))
-        return finish(reply_text(call, reply), evidence, PROMPT_VERSION, backend=self.name)
+        return finish(ollama_reply_text(call, reply), evidence, PROMPT_VERSION, backend=self.name)
 
     def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
         return relay(evidence, lambda: self._pieces(evidence), PROMPT_VERSION, backend=self.name)
@@ -135,3 +99,6 @@ class OllamaGenerator:
             if obj.get("done") is True:
                 return
         raise call.malformed("the stream ended before done: true")
+
+
+__all__ = ["OllamaGenerator"]

@@ -29,57 +29,33 @@ stops before `[DONE]` without a finish reason is a `GenerationError`.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from groundqa.generate import Evidence, Generation, GeneratorOptions
-from groundqa.generate.llm import (
+from groundqa.generate.llm import finish, refuse_without_sources, relay
+from groundqa.generate.prompts import PROMPT_VERSION, build_messages
+from groundqa.providers import (
+    OPENAI_DEFAULT_URL,
     HttpCall,
-    check_base_url,
-    endpoint,
-    env_secret,
-    finish,
+    openai_base_url,
+    openai_call,
+    openai_reply_text,
     post_json,
     post_lines,
-    refuse_without_sources,
-    relay,
     require_httpx,
     require_model,
     server_message,
     sse_data,
 )
-from groundqa.generate.prompts import PROMPT_VERSION, build_messages
 from groundqa.text import shorten
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-
-def resolve_base_url(options: GeneratorOptions) -> str:
-    url = options.base_url or os.environ.get("OPENAI_BASE_URL", "").strip() or DEFAULT_BASE_URL
-    return check_base_url("openai", url)
-
-
-def reply_text(call: HttpCall, reply: Any) -> str:
-    """The text of a whole (not streamed) chat completion, or the error it carries."""
-    if isinstance(reply, dict) and "error" in reply:
-        raise call.error(f"openai reported an error: {server_message(json.dumps(reply))}")
-    try:
-        content = reply["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        raise call.malformed(
-            f"no choices[0].message.content in {shorten(json.dumps(reply), 80)}"
-        ) from None
-    if content is not None and not isinstance(content, str):
-        raise call.malformed("choices[0].message.content is not text")
-    return content or ""
 
 
 @dataclass
 class OpenAIGenerator:
     model: str
-    base_url: str = DEFAULT_BASE_URL
+    base_url: str = OPENAI_DEFAULT_URL
     timeout_s: float = 60.0
     name: str = field(init=False)
 
@@ -93,22 +69,12 @@ class OpenAIGenerator:
     def from_spec(cls, model: str, options: GeneratorOptions) -> OpenAIGenerator:
         return cls(
             model=require_model("openai", model, "gpt-4o-mini"),
-            base_url=resolve_base_url(options),
+            base_url=openai_base_url(options.base_url),
             timeout_s=options.timeout_s,
         )
 
     def http_call(self) -> HttpCall:
-        url = endpoint(self.base_url, "/chat/completions")
-        azure = env_secret("AZURE_OPENAI_API_KEY")
-        openai = env_secret("OPENAI_API_KEY")
-        secrets = tuple(s for s in (azure, openai) if s)
-        if azure:
-            headers, hint = {"api-key": azure}, "check AZURE_OPENAI_API_KEY"
-        elif openai:
-            headers, hint = {"Authorization": f"Bearer {openai}"}, "check OPENAI_API_KEY"
-        else:
-            headers, hint = {}, "set OPENAI_API_KEY (or AZURE_OPENAI_API_KEY for Azure)"
-        return HttpCall("openai", url, self.timeout_s, headers, secrets, hint)
+        return openai_call(self.base_url, "/chat/completions", self.timeout_s)
 
     def request(self, evidence: Evidence, *, stream: bool) -> dict[str, Any]:
         return {
@@ -125,7 +91,7 @@ class OpenAIGenerator:
             return early
         call = self.http_call()
         reply = post_json(call, self.request(evidence, stream=False))
-        return finish(reply_text(call, reply), evidence, PROMPT_VERSION, backend=self.name)
+        return finish(openai_reply_text(call, reply), evidence, PROMPT_VERSION, backend=self.name)
 
     def stream(self, evidence: Evidence) -> Iterator[str | Generation]:
         return relay(evidence, lambda: self._pieces(evidence), PROMPT_VERSION, backend=self.name)
@@ -161,3 +127,6 @@ class OpenAIGenerator:
                 finished = True
         if not finished:
             raise call.malformed("the stream ended before data: [DONE]")
+
+
+__all__ = ["OpenAIGenerator"]
