@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from groundqa.engine import Engine
 from groundqa.errors import UsageError
+from groundqa.gate import DEFAULT_GATE, gate_features
+from groundqa.index.base import Store
 from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer
+from groundqa.query import Query
 from tests.conftest import REGPACK
 
 
@@ -117,8 +123,9 @@ def test_answer_json_round_trip(engine: Engine) -> None:
 
 def test_open_reads_what_ingest_wrote(engine: Engine, tmp_path: Path) -> None:
     assert engine.manifest.counts["chunks"] == len(engine.chunks)
-    assert engine.manifest.gate["kind"] == "default-logistic"
-    assert engine.manifest.gate["calibrated"] is False
+    # A fresh build carries no calibration, and the engine uses the built-in default gate.
+    assert engine.manifest.gate == {}
+    assert engine.gate is DEFAULT_GATE and not engine.gate.calibrated
     assert {c.section_id for c in engine.chunks} >= {"SCH1-01"}
 
 
@@ -153,6 +160,69 @@ def test_a_reopened_engine_keeps_the_query_model_of_the_same_embedder(tmp_path: 
     # A build without vectors has no query model to keep.
     ingest([corpus], index, dense=None, force=True)
     third = second.reopen()
-    assert not third.store.has_vectors and third._embedder is None
+    assert not third.store.has_vectors and third.retriever.loaded_embedder is None
     for engine in (first, second, third):
         engine.store.close()
+
+
+class CountingStore:
+    """A real store, with each search and lookup it serves counted by method."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._store, name)
+        if name in ("lexical_search", "vector_search", "hybrid_search", "document_frequencies"):
+
+            def counted(*args: Any, **kwargs: Any) -> Any:
+                self.calls[name] += 1
+                return value(*args, **kwargs)
+
+            return counted
+        return value
+
+
+@pytest.mark.parametrize("plan", ["hybrid+weighted=0.5/0.5+defs", "bm25", "dense"])
+def test_an_ask_searches_each_method_once(engine: Engine, plan: str) -> None:
+    counting = CountingStore(engine.store)
+    counted = Engine(counting, engine.analyzer)  # type: ignore[arg-type]
+    answer = counted.ask("What is the turbine setback from a dwelling?", retriever=plan)
+    assert not answer.refused
+    # The gate reads each method's own best from the Retrieval: no second search.
+    assert counting.calls == {"lexical_search": 1, "vector_search": 1, "document_frequencies": 1}
+    # ... and decides exactly as it would from a retrieval made on its own.
+    retrieval = engine.retrieval(
+        Query("What is the turbine setback from a dwelling?", retriever=plan)
+    )
+    assert answer.gate.features == gate_features(
+        retrieval.top(len(answer.passages)), engine.read(retrieval.top(len(answer.passages)))
+    )
+
+
+def test_a_deeper_retrieval_is_answered_from_without_searching_again(engine: Engine) -> None:
+    counting = CountingStore(engine.store)
+    counted = Engine(counting, engine.analyzer)  # type: ignore[arg-type]
+    query = Query("When is a NEER report due?")
+    retrieval = counted.retrieval(query, depth=50)
+    assert len(retrieval.hits) == 50
+    before = dict(counting.calls)
+    answer = counted.ask(query, retrieval=retrieval)
+    assert counting.calls == before
+    assert answer == replace(engine.ask(query), timings_ms=answer.timings_ms)
+
+
+def test_the_gate_reads_the_expanded_question_when_the_plan_expands_acronyms(
+    engine: Engine,
+) -> None:
+    """With `+acr` retrieval searches the expanded question; the gate's BM25 signals are
+    that search's own, not a second search of the raw question."""
+    question = "What must a NEER report contain?"
+    plain = engine.retrieval(Query(question, retriever="bm25"))
+    expanded = engine.retrieval(Query(question, retriever="bm25+acr"))
+    assert expanded.text != question and "NEER" in expanded.text
+    assert expanded.lexical == tuple(
+        engine.store.lexical_search(engine.analyzer.terms(expanded.text), len(expanded.lexical))
+    )
+    assert expanded.lexical != plain.lexical

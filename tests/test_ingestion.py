@@ -120,7 +120,7 @@ def test_without_the_section_path_a_heading_word_is_not_indexed_but_still_cited(
     assert without.retrieve("quarantine", retriever="bm25") == []
     assert len(without.retrieve("harbour rules", retriever="bm25")) == 2  # the title stays
     assert ChunkerSettings.from_dict(without.manifest.chunker) == flat
-    assert with_path.section_path and not without.section_path
+    assert with_path.retriever.section_path and not without.retriever.section_path
     answer = without.ask("Where must vessels moor?", retriever="bm25")
     assert not answer.refused
     assert answer.citations[0].section == "Harbour Rules > Quarantine"

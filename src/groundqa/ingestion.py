@@ -3,7 +3,7 @@
 Validation runs before anything is written: a BLOCK finding stops the build and
 the current index stays as it was. An unchanged corpus with unchanged settings
 is a no-op. A build that fails or is interrupted leaves the previous build
-current (see `index.store`).
+current (see `index.manifest`).
 """
 
 from __future__ import annotations
@@ -22,18 +22,18 @@ from groundqa.acronyms import mine_acronyms
 from groundqa.chunking import ChunkerSettings, chunk_documents
 from groundqa.embed import Embedder, EmbedderOptions, get_embedder
 from groundqa.errors import EmptyCorpusError, GroundqaError, Interrupted, ValidationBlocked
-from groundqa.gate import DEFAULT_GATE
-from groundqa.index import (
-    BM25_DIR,
-    BM25Settings,
-    LexicalIndex,
-    Manifest,
-    write_acronyms,
-    write_chunks,
-)
 from groundqa.index.dense import DenseSettings, VectorIndex, describe
+from groundqa.index.directory import BM25_DIR, write_acronyms, write_chunks
+from groundqa.index.lexical import BM25Settings, LexicalIndex
+from groundqa.index.manifest import (
+    Manifest,
+    build_lock,
+    current_build,
+    new_build_id,
+    read_manifest,
+    write_build,
+)
 from groundqa.index.open import is_store_url
-from groundqa.index.store import build_lock, current_build, new_build_id, read_manifest, write_build
 from groundqa.loaders import load
 from groundqa.models import Chunk, Document, Finding
 from groundqa.text import Analyzer
@@ -293,7 +293,7 @@ class Target(Protocol):
 
 
 class DirectoryTarget:
-    """An index directory: bm25s and numpy files sealed into a build (see `index.store`)."""
+    """An index directory: bm25s and numpy files sealed into a build (see `index.manifest`)."""
 
     def __init__(self, index_dir: Path) -> None:
         self.index_dir = index_dir
@@ -400,13 +400,15 @@ def document_hash(doc: Document) -> str:
 
 def _carried_gate(previous: Manifest | None, build_fingerprint: str) -> tuple[dict[str, Any], str]:
     """The gate for a new build: the previous calibration when it was made for an identical
-    build (a forced rebuild), else the default, with a note when a calibration is dropped."""
+    build (a forced rebuild), else none (`{}`: the engine uses the built-in default gate),
+    with a note when a calibration is dropped. Ingestion stores a calibration without
+    reading it: the gate is a query stage, and the build side does not import it."""
     stored = previous.gate if previous else {}
     if not stored.get("calibrated"):
-        return DEFAULT_GATE.to_dict(), ""
+        return {}, ""
     if stored.get("index_fingerprint") == build_fingerprint:
         return dict(stored), ""
-    return DEFAULT_GATE.to_dict(), (
+    return {}, (
         "the corpus or settings changed, so the gate calibration was dropped; "
         "run `groundqa calibrate` again"
     )

@@ -1,15 +1,18 @@
 """Generators turn retrieved passages into an answer with `[n]` citations.
 
-One small protocol, one registry keyed by a config string: `extractive` (the
-offline default), `ollama:MODEL`, `openai:MODEL`, `anthropic:MODEL`,
-`gguf:PATH`. Built-in backends register the same way optional ones do. A
+One small protocol; the config string that names a backend (`extractive`, the
+offline default, `ollama:MODEL`, `openai:MODEL`, `anthropic:MODEL`,
+`gguf:PATH`) resolves through `groundqa.registry`, where built-in backends are
+entries like optional ones, imported only when asked for. A
 generator may refuse; it must never cite a passage it was not given (the audit
 checks that every `[n]` resolves). A backend that fails (unreachable, timed out,
 malformed reply, broken stream) raises `GenerationError`; the engine turns that
 into an Answer that says so and still carries the passages.
 
 Network backends take their endpoint from `GeneratorOptions.base_url` or their
-provider's usual environment variable, and API keys from the environment only.
+provider's usual environment variable, and API keys from the environment only
+(`groundqa.providers` holds that knowledge, shared with the reranker and the
+embedders).
 """
 
 from __future__ import annotations
@@ -18,38 +21,19 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from groundqa import registry
 from groundqa.clauses import clause_ref
-from groundqa.errors import UsageError
+from groundqa.intent import GenerationSettings
 from groundqa.models import Citation, Hit
+from groundqa.providers import GeneratorOptions
+from groundqa.read import Reading
 from groundqa.text import PassageTerms
 
 
 @dataclass(frozen=True)
-class GenerationSettings:
-    """How much to retrieve and how to sample; presets per question intent set these."""
-
-    k: int = 5
-    temperature: float = 0.0
-    max_tokens: int = 400
-
-    def merged(
-        self,
-        *,
-        k: int | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-    ) -> GenerationSettings:
-        """These settings with every override that is not None applied."""
-        return GenerationSettings(
-            k=self.k if k is None else k,
-            temperature=self.temperature if temperature is None else temperature,
-            max_tokens=self.max_tokens if max_tokens is None else max_tokens,
-        )
-
-
-@dataclass(frozen=True)
 class Evidence:
-    """What a generator may use: the question, the passages, and the engine's term weights."""
+    """What a generator may use: the question, the passages, the engine's term weights, and
+    the reader's `Reading` of those passages (None: the generator reads them itself)."""
 
     question: str
     weights: Mapping[str, float]  # topic term of the question -> idf
@@ -57,6 +41,7 @@ class Evidence:
     text: PassageTerms
     settings: GenerationSettings = field(default_factory=GenerationSettings)
     intent: str = "lookup"
+    reading: Reading | None = None
 
 
 @dataclass(frozen=True)
@@ -66,14 +51,6 @@ class Generation:
     refused: bool
     reason: str = ""
     prompt_version: str | None = None
-
-
-@dataclass(frozen=True)
-class GeneratorOptions:
-    """Connection settings a backend may use; None means the provider's default."""
-
-    base_url: str | None = None
-    timeout_s: float = 60.0
 
 
 class Generator(Protocol):
@@ -93,24 +70,28 @@ class Generator(Protocol):
 
 
 Factory = Callable[[str, GeneratorOptions], Generator]
-_REGISTRY: dict[str, Factory] = {}
 
 
-def register(name: str, factory: Factory) -> None:
-    """Make `name` (or `name:ARG`) resolvable by `get_generator`."""
-    _REGISTRY[name] = factory
+def register(name: str, factory: Factory | str) -> None:
+    """Make `name` (or `name:ARG`) resolvable by `get_generator`; `factory` may be a
+    lazily imported `"module:attribute"`."""
+    registry.register("generator", name, factory)
 
 
 def available() -> list[str]:
-    return sorted(_REGISTRY)
+    return registry.available("generator")
 
 
 def get_generator(spec: str, options: GeneratorOptions | None = None) -> Generator:
-    name, _, arg = spec.partition(":")
-    factory = _REGISTRY.get(name)
-    if factory is None:
-        raise UsageError(f"unknown generator {spec!r}; available: {', '.join(available())}")
-    return factory(arg, options or GeneratorOptions())
+    generator: Generator = registry.create("generator", spec, options or GeneratorOptions())
+    return generator
+
+
+def extractive_generator(arg: str, options: GeneratorOptions) -> Generator:
+    """The `extractive` entry of the registry: no model, no settings."""
+    from groundqa.generate.extractive import ExtractiveGenerator
+
+    return ExtractiveGenerator()
 
 
 def cite(n: int, hit: Hit, snippet: str) -> Citation:
@@ -138,40 +119,6 @@ def cite(n: int, hit: Hit, snippet: str) -> Citation:
         clause=clause,
     )
 
-
-def _register_builtins() -> None:
-    from groundqa.generate.extractive import ExtractiveGenerator
-
-    register("extractive", lambda arg, options: ExtractiveGenerator())
-
-    # Model backends import their module (and its HTTP client or SDK) only when asked for.
-    def ollama(arg: str, options: GeneratorOptions) -> Generator:
-        from groundqa.generate.ollama import OllamaGenerator
-
-        return OllamaGenerator.from_spec(arg, options)
-
-    def openai(arg: str, options: GeneratorOptions) -> Generator:
-        from groundqa.generate.openai_compat import OpenAIGenerator
-
-        return OpenAIGenerator.from_spec(arg, options)
-
-    def anthropic(arg: str, options: GeneratorOptions) -> Generator:
-        from groundqa.generate.anthropic import AnthropicGenerator
-
-        return AnthropicGenerator.from_spec(arg, options)
-
-    def gguf(arg: str, options: GeneratorOptions) -> Generator:
-        from groundqa.generate.gguf import GGUFGenerator
-
-        return GGUFGenerator.from_spec(arg, options)
-
-    register("ollama", ollama)
-    register("openai", openai)
-    register("anthropic", anthropic)
-    register("gguf", gguf)
-
-
-_register_builtins()
 
 __all__ = [
     "Evidence",

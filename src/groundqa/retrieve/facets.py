@@ -1,4 +1,4 @@
-"""Retrieval: from a question and optional metadata filters to ranked hits.
+"""Facets: which chunks carry which metadata values, for filters and the scope hierarchy.
 
 Filters are pushed into scoring (chunks that do not match score zero before
 top-k is taken), so a filter can never starve a result list the way filtering
@@ -27,32 +27,14 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from groundqa.errors import UsageError
-from groundqa.fusion import FUSION_FORMS, PRESETS, Fusion, parse_fusion
 from groundqa.models import Chunk
 
-RETRIEVERS = ("bm25", "dense", "hybrid")
-PLACE_MODES = ("off", "filter", "boost")
-# A chunk that names a place the question names, or defines the term a definition question
-# asks about, scores this much more (before diversity).
-PLACE_BOOST = 0.5
-DEFINITION_BOOST = 1.0
-# Hybrid fuses each retriever's best POOL (or more when a deeper list is asked for).
-POOL = 100
-# What an index answers with when no retriever is named. Plain `hybrid` is reciprocal-rank
-# fusion; the default weighs min-max-normalised BM25 and cosine scores equally (the fusion
-# chosen on SciFact *train*) and lifts passages that define the term a definition question
-# asks about. `bench/dense.py` measures each part on and off.
-DEFAULT_DENSE_PLAN = "hybrid+weighted=0.5/0.5+defs"
-DEFAULT_LEXICAL_PLAN = "bm25+defs"
-MAX_K = 100
-MAX_QUESTION_CHARS = 2000
 PLACE_KEYS = ("area", "state")
 _WORD = re.compile(r"\w+")
 # Words that qualify a place name rather than name it: "Fennick City" is asked about as "Fennick".
@@ -70,6 +52,7 @@ _GENERIC_PLACE_WORDS = frozenset(
         "village",
     ]
 )
+
 
 
 # Nested metadata deeper than this is not indexed as facets (it is still stored).
@@ -261,109 +244,3 @@ class FacetIndex:
                 key_mask = key_mask | rows if mode == "any" else key_mask & rows
             allowed &= key_mask
         return allowed
-
-
-def check_question(question: str) -> str:
-    q = question.strip()
-    if not q:
-        raise UsageError('the question is empty; ask something, e.g. groundqa ask "What is ...?"')
-    if len(q) > MAX_QUESTION_CHARS:
-        raise UsageError(f"the question is {len(q)} characters; the limit is {MAX_QUESTION_CHARS}")
-    return q
-
-
-def check_k(k: int) -> int:
-    if not 1 <= k <= MAX_K:
-        raise UsageError(f"k must be between 1 and {MAX_K}, got {k}")
-    return k
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How one query is retrieved: the method and each query-understanding step.
-
-    Written as `METHOD[+OPTION...]`, so every variant can be named on the command
-    line and measured side by side in the harness:
-
-        bm25 | dense | hybrid          the retriever (hybrid fuses bm25 and dense)
-        +rrf=K | +weighted[=A/B]       fusion rule (default rrf, k=60; weighted 0.3/0.7)
-        +acr                           expand acronyms the corpus defines (off by default:
-                                       measured, it costs nDCG on SciFact and the example corpus)
-        +defs                          a definition question ("What is a X?") lifts passages
-                                       that define X (see `definitions`)
-        +places=filter | +places=boost gazetteer: places named in the question (with boost,
-                                       a given scope too) filter, or rank first
-        +cap=N                         at most N chunks from one document
-        +mmr=L                         maximal marginal relevance, L in [0, 1] (needs vectors)
-    """
-
-    method: str
-    spec: str
-    fusion: Fusion = field(default_factory=lambda: PRESETS["rrf"])
-    acronyms: bool = False
-    definitions: bool = False
-    places: str = "off"
-    cap: int | None = None
-    mmr: float | None = None
-
-    @property
-    def needs_vectors(self) -> bool:
-        return self.method in ("dense", "hybrid") or self.mmr is not None
-
-
-PLAN_FORMS = (
-    "METHOD in bm25, dense, hybrid; options: +rrf=K, +weighted[=A/B], +acr, +defs, "
-    "+places=filter|boost, +cap=N, +mmr=L"
-)
-
-
-def parse_plan(spec: str) -> Plan:
-    """A `Plan` from `hybrid+weighted+cap=2` and the like; a wrong part is a UsageError."""
-    method, *options = [p.strip() for p in spec.strip().split("+")]
-    if method not in RETRIEVERS:
-        raise UsageError(f"unknown retriever {method!r} in {spec!r}; {PLAN_FORMS}")
-    plan: dict[str, Any] = {}
-    for option in options:
-        key, _, value = option.partition("=")
-        try:
-            if key == "rrf":
-                plan["fusion"] = parse_fusion(f"rrf:k={value}" if value else "rrf")
-            elif key == "weighted":
-                weights = value.replace("/", ",")
-                fusion = parse_fusion(f"weighted:{weights}" if value else "weighted")
-                if fusion.weights is not None and len(fusion.weights) != 2:
-                    raise ValueError("weighted takes two weights, bm25 then dense")
-                plan["fusion"] = fusion
-            elif key == "acr" and not value:
-                plan["acronyms"] = True
-            elif key == "defs" and not value:
-                plan["definitions"] = True
-            elif key == "places" and value in PLACE_MODES:
-                plan["places"] = value
-            elif key == "cap":
-                plan["cap"] = int(value)
-                if plan["cap"] < 1:
-                    raise ValueError("cap must be at least 1")
-            elif key == "mmr":
-                plan["mmr"] = float(value)
-                if not 0.0 <= plan["mmr"] <= 1.0:
-                    raise ValueError("mmr takes a weight between 0 and 1")
-            else:
-                raise ValueError(f"unknown option {option!r}")
-        except (ValueError, UsageError) as exc:
-            detail = exc.message if isinstance(exc, UsageError) else str(exc)
-            raise UsageError(
-                f"retriever {spec!r}: {detail}; {PLAN_FORMS} (fusion: {', '.join(FUSION_FORMS)})"
-            ) from None
-    return Plan(method=method, spec=spec.strip(), **plan)
-
-
-def check_retriever(name: str, available: Sequence[str] = RETRIEVERS) -> Plan:
-    """The plan `name` spells, if it parses and an index serving `available` can run it."""
-    plan = parse_plan(name)
-    if plan.needs_vectors and "dense" not in available:
-        raise UsageError(
-            f"retriever {name!r} needs vectors and this index has none; "
-            f"available: {', '.join(available)} (rebuild without --no-dense for dense and hybrid)"
-        )
-    return plan

@@ -16,8 +16,7 @@ guideline is at the top of that file).
 from __future__ import annotations
 
 import re
-
-from groundqa.generate import GenerationSettings
+from dataclasses import dataclass
 
 INTENTS = ("definition", "procedure", "comparison", "threshold", "lookup")
 
@@ -163,6 +162,30 @@ _RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?:the\s+)?\S+(?:\s+\S+){0,3}\s*$",
     ),
 )
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How much to retrieve and how to sample; presets per question intent set these."""
+
+    k: int = 5
+    temperature: float = 0.0
+    max_tokens: int = 400
+
+    def merged(
+        self,
+        *,
+        k: int | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> GenerationSettings:
+        """These settings with every override that is not None applied."""
+        return GenerationSettings(
+            k=self.k if k is None else k,
+            temperature=self.temperature if temperature is None else temperature,
+            max_tokens=self.max_tokens if max_tokens is None else max_tokens,
+        )
+
 
 PRESETS: dict[str, GenerationSettings] = {
     "definition": GenerationSettings(k=3, temperature=0.0, max_tokens=200),

@@ -1,110 +1,20 @@
-"""The gate: answer or refuse, decided from what retrieval and a first reading found.
+"""The decision: a logistic model over the features, and the threshold below which it refuses.
 
-For every question the engine measures a few signals (`features`), and a small
-logistic model turns them into a probability that the corpus can answer it:
-
-- `coverage`: the idf-weighted share of the question's topic terms found in the
-  best of the top three passages; `coverage_top1` the same for the first passage.
-- `unknown_share`: the idf-weighted share of topic terms the corpus never uses
-  (a corpus that has never heard of "Mongolia" cannot answer about it).
-- `bm25_top`: the best BM25 score over the most the question's terms could
-  score (each term's idf times k1+1), so it reads the same across corpora;
-  `bm25_margin`: how far the first passage leads the second, relative to it.
-- `dense_top`, `dense_margin`: the best cosine and its lead over the runner-up
-  (indexes with vectors only).
-- `agreement`: the share of the five best passages that BM25 and the vectors
-  both rank there (indexes with vectors only).
-- `sentence_coverage`: topic coverage of the best sentence the extractive reader
-  would quote, and `type_missing`: 1 when the question asks for a kind of fact
-  (a time, an amount, a number, a name) and that sentence does not hold one.
-
-`groundqa calibrate` fits the model on a probe set for one index and stores it,
-with its threshold, in the manifest (see `calibration`). An index without one
-uses `DEFAULT_GATE`: the same kind of model over the features that read the same
-on any corpus, fitted on the bundled example corpus's probes
-(`bench/default_gate.py` refits it), with a threshold set for 5% false refusals
-there. `groundqa inspect` says which one an index uses.
+An index's own calibration (`groundqa calibrate`) is used when it was made for
+this very build; otherwise the built-in default, with a note saying why. A
+refusal carries no citation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groundqa.calibration import Logistic
 from groundqa.errors import CalibrationError
+from groundqa.gate.features import LEXICAL_FEATURES
 from groundqa.models import GateDecision
-
-LEXICAL_FEATURES = (
-    "coverage",
-    "coverage_top1",
-    "unknown_share",
-    "bm25_top",
-    "bm25_margin",
-    "sentence_coverage",
-    "type_missing",
-)
-DENSE_FEATURES = ("dense_top", "dense_margin", "agreement")
-# How many of the top passages `coverage` looks at, and `agreement` compares.
-COVERAGE_DEPTH = 3
-AGREEMENT_DEPTH = 5
-
-
-def coverage(weights: Mapping[str, float], passage_terms: AbstractSet[str]) -> float:
-    """Weighted share of the question's terms (term -> weight) present in `passage_terms`."""
-    total = sum(weights.values())
-    if total <= 0:
-        return 0.0
-    return sum(w for t, w in weights.items() if t in passage_terms) / total
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What the extractive reader would quote: its best sentence's coverage and fact type."""
-
-    coverage: float = 0.0
-    asked: bool = False  # the question asks for a kind of fact (a time, an amount, ...)
-    found: bool = False  # the best sentence (or the one after it) holds that kind of fact
-
-
-def features(
-    weights: Mapping[str, float],
-    unknown: AbstractSet[str],
-    passages: Sequence[AbstractSet[str]],
-    lexical: Sequence[tuple[int, float]],
-    bm25_ceiling: float,
-    reading: Reading,
-    dense: Sequence[tuple[int, float]] | None = None,
-) -> dict[str, float]:
-    """The gate's inputs for one question (see the module doc for each).
-
-    `weights` maps topic terms to idf, `unknown` holds those the corpus never uses,
-    `passages` the term sets of the answer's top passages in rank order, `lexical`
-    and `dense` each method's own best (row, score) pairs.
-    """
-    covered = [coverage(weights, terms) for terms in passages[:COVERAGE_DEPTH]]
-    total = sum(weights.values())
-    top = lexical[0][1] if lexical else 0.0
-    second = lexical[1][1] if len(lexical) > 1 else 0.0
-    out = {
-        "coverage": max(covered, default=0.0),
-        "coverage_top1": covered[0] if covered else 0.0,
-        "unknown_share": sum(weights[t] for t in unknown if t in weights) / total if total else 1.0,
-        "bm25_top": min(1.0, top / bm25_ceiling) if bm25_ceiling > 0 else 0.0,
-        "bm25_margin": (top - second) / top if top > 0 else 0.0,
-        "sentence_coverage": reading.coverage,
-        "type_missing": float(reading.asked and not reading.found),
-    }
-    if dense is not None:
-        d1 = dense[0][1] if dense else 0.0
-        d2 = dense[1][1] if len(dense) > 1 else d1
-        both = {r for r, _ in lexical[:AGREEMENT_DEPTH]} & {r for r, _ in dense[:AGREEMENT_DEPTH]}
-        out["dense_top"] = d1
-        out["dense_margin"] = d1 - d2
-        out["agreement"] = len(both) / AGREEMENT_DEPTH
-    return {k: round(float(v), 6) for k, v in out.items()}
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ score, ranks 1..n and `+rerank` added to their `retriever`. Equal scores keep
 the order retrieval gave them, so the first stage breaks ties. A reranker only
 reorders (and, with `top_n`, cuts) what it is given: it never adds a passage.
 
-One small protocol, one registry keyed by a config string, as generators have:
+One small protocol; the config string that names a reranker resolves through
+`groundqa.registry`, as generators and embedders do:
 
 - `none` (or empty): the default, no reranker. No cross-encoder ships with
   groundqa and nothing is ever downloaded, so there is nothing to rerank with
@@ -17,8 +18,9 @@ One small protocol, one registry keyed by a config string, as generators have:
   loads). Needs `pip install sentence-transformers` and torch.
 - `llm:GENERATOR_SPEC` (`llm:ollama:llama3.1:8b`, `llm:openai:gpt-4o-mini`): asks
   a chat model to rate each passage 0-10, over the same endpoint, environment
-  variables and keys as that generator. It costs one model call per passage,
-  made one after another: reranking 20 hits is 20 requests.
+  variables and keys as that generator (both read them from
+  `groundqa.providers`). It costs one model call per passage, made one after
+  another: reranking 20 hits is 20 requests.
 
 A model that cannot be reached or answers with an error raises
 `GenerationError`; a rating that cannot be read scores 0 and is counted in
@@ -34,22 +36,29 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
+from groundqa import registry
 from groundqa.errors import UsageError
-from groundqa.generate import GeneratorOptions
-from groundqa.generate.llm import HttpCall, post_json
-from groundqa.generate.prompts import fenced_source
 from groundqa.models import Hit
+from groundqa.providers import (
+    GeneratorOptions,
+    HttpCall,
+    fenced_source,
+    ollama_base_url,
+    ollama_call,
+    ollama_reply_text,
+    openai_base_url,
+    openai_call,
+    openai_reply_text,
+    post_json,
+    require_httpx,
+)
 from groundqa.text import shorten
 
-if TYPE_CHECKING:
-    from groundqa.generate.ollama import OllamaGenerator
-    from groundqa.generate.openai_compat import OpenAIGenerator
-
-DEFAULT_RERANKER = "none"
+DEFAULT_RERANKER = registry.NONE
 
 
 class Reranker(Protocol):
@@ -87,32 +96,34 @@ def reorder(hits: Sequence[Hit], scores: Sequence[float], top_n: int | None = No
 
 # --- registry ------------------------------------------------------------------------------
 
-Factory = Callable[[str, GeneratorOptions], Reranker]
-_REGISTRY: dict[str, tuple[Factory, str]] = {}
+Factory = Callable[[str, GeneratorOptions], Reranker | None]
 
 
-def register(name: str, factory: Factory, arg: str = "") -> None:
-    """Make `name` (or `name:ARG`) resolvable by `get_reranker`; `arg` names ARG for help text."""
-    _REGISTRY[name] = (factory, arg)
+def register(name: str, factory: Factory | str, arg: str = "") -> None:
+    """Make `name` (or `name:ARG`) resolvable by `get_reranker`; `arg` names ARG for help
+    text, and `factory` may be a lazily imported `"module:attribute"`."""
+    registry.register("reranker", name, factory, arg)
 
 
 def available() -> list[str]:
     """Every spec form, `none` first: `["none", "cross-encoder:PATH", "llm:GENERATOR_SPEC"]`."""
-    forms = [f"{name}:{arg}" if arg else name for name, (_, arg) in sorted(_REGISTRY.items())]
-    return [DEFAULT_RERANKER, *forms]
+    return registry.available("reranker")
 
 
 def get_reranker(spec: str, options: GeneratorOptions | None = None) -> Reranker | None:
     """The reranker named by `spec`, or None for `none` (and an empty spec)."""
-    spec = spec.strip()
-    if spec in ("", DEFAULT_RERANKER):
-        return None
-    name, _, arg = spec.partition(":")
-    entry = _REGISTRY.get(name)
-    if entry is None:
+    reranker: Reranker | None = registry.create(
+        "reranker", spec.strip() or DEFAULT_RERANKER, options or GeneratorOptions()
+    )
+    return reranker
+
+
+def no_reranker(arg: str, options: GeneratorOptions) -> None:
+    """The `none` entry of the registry: retrieval's order stands. It takes no ARG."""
+    if arg:
+        spec = f"{DEFAULT_RERANKER}:{arg}"
         raise UsageError(f"unknown reranker {spec!r}; available: {', '.join(available())}")
-    factory, _ = entry
-    return factory(arg, options or GeneratorOptions())
+    return None
 
 
 # --- cross-encoder:PATH --------------------------------------------------------------------
@@ -242,16 +253,18 @@ class LLMReranker:
     rating (scored 0), over the reranker's life.
     """
 
-    generator: OllamaGenerator | OpenAIGenerator
+    protocol: str  # "ollama" or "openai": the wire protocol spoken
+    model: str
+    base_url: str
+    timeout_s: float = 60.0
     max_tokens: int = LLM_MAX_TOKENS
     name: str = field(init=False)
-    protocol: str = field(init=False)  # "ollama" or "openai": the wire protocol spoken
     calls: int = field(init=False, default=0)
     unparsed: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
-        self.name = f"llm:{self.generator.name}"
-        self.protocol = self.generator.name.partition(":")[0]
+        self.name = f"llm:{self.protocol}:{self.model}"
+        require_httpx(self.protocol)
 
     @classmethod
     def from_spec(cls, arg: str, options: GeneratorOptions) -> LLMReranker:
@@ -265,30 +278,27 @@ class LLMReranker:
             raise UsageError(
                 f"llm reranker: name a model, e.g. llm:{backend}:{_EXAMPLE_MODEL[backend]}"
             )
-        # The generator classes own endpoint, environment and key handling; reuse them.
-        if backend == "ollama":
-            from groundqa.generate.ollama import OllamaGenerator
-
-            return cls(OllamaGenerator.from_spec(model, options))
-        from groundqa.generate.openai_compat import OpenAIGenerator
-
-        return cls(OpenAIGenerator.from_spec(model, options))
+        # The same endpoint and environment as the `ollama:` / `openai:` generator.
+        resolve = ollama_base_url if backend == "ollama" else openai_base_url
+        return cls(backend, model.strip(), resolve(options.base_url), options.timeout_s)
 
     def _call(self) -> HttpCall:
         # Errors name the reranker, so a user knows which of two model servers failed.
-        return replace(self.generator.http_call(), backend=f"reranker {self.name}")
+        backend = f"reranker {self.name}"
+        if self.protocol == "ollama":
+            return ollama_call(self.base_url, "/api/chat", self.timeout_s, backend=backend)
+        return openai_call(self.base_url, "/chat/completions", self.timeout_s, backend=backend)
 
     def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        model = self.generator.model
         if self.protocol == "ollama":
             return {
-                "model": model,
+                "model": self.model,
                 "messages": messages,
                 "stream": False,
                 "options": {"temperature": 0, "num_predict": self.max_tokens},
             }
         return {
-            "model": model,
+            "model": self.model,
             "messages": messages,
             "temperature": 0,
             "max_tokens": self.max_tokens,
@@ -301,9 +311,7 @@ class LLMReranker:
         body = self._request(rating_messages(question, hit))
         self.calls += 1
         reply = post_json(call, body)
-        from groundqa.generate import ollama, openai_compat  # loaded by from_spec already
-
-        read = ollama.reply_text if self.protocol == "ollama" else openai_compat.reply_text
+        read = ollama_reply_text if self.protocol == "ollama" else openai_reply_text
         return parse_rating(read(call, reply))
 
     def rerank(self, question: str, hits: Sequence[Hit], top_n: int | None = None) -> list[Hit]:
@@ -317,13 +325,6 @@ class LLMReranker:
         return reorder(hits, scores, top_n)
 
 
-def _register_builtins() -> None:
-    register("cross-encoder", CrossEncoderReranker.from_spec, "PATH")
-    register("llm", LLMReranker.from_spec, "GENERATOR_SPEC")
-
-
-_register_builtins()
-
 __all__ = [
     "DEFAULT_RERANKER",
     "CrossEncoderReranker",
@@ -331,6 +332,7 @@ __all__ = [
     "Reranker",
     "available",
     "get_reranker",
+    "no_reranker",
     "parse_rating",
     "rating_messages",
     "register",

@@ -1,0 +1,57 @@
+"""The gate: answer or refuse, decided from what retrieval and a first reading found.
+
+For every question the engine measures a few signals (`features`), and a small
+logistic model turns them into a probability that the corpus can answer it:
+
+- `coverage`: the idf-weighted share of the question's topic terms found in the
+  best of the top three passages; `coverage_top1` the same for the first passage.
+- `unknown_share`: the idf-weighted share of topic terms the corpus never uses
+  (a corpus that has never heard of "Mongolia" cannot answer about it).
+- `bm25_top`: the best BM25 score over the most the question's terms could
+  score (each term's idf times k1+1), so it reads the same across corpora;
+  `bm25_margin`: how far the first passage leads the second, relative to it.
+- `dense_top`, `dense_margin`: the best cosine and its lead over the runner-up
+  (indexes with vectors only).
+- `agreement`: the share of the five best passages that BM25 and the vectors
+  both rank there (indexes with vectors only).
+- `sentence_coverage`: topic coverage of the best sentence the extractive reader
+  would quote, and `type_missing`: 1 when the question asks for a kind of fact
+  (a time, an amount, a number, a name) and that sentence does not hold one.
+
+`groundqa calibrate` fits the model on a probe set for one index and stores it,
+with its threshold, in the manifest (see `calibration`). An index without one
+uses `DEFAULT_GATE`: the same kind of model over the features that read the same
+on any corpus, fitted on the bundled example corpus's probes
+(`bench/default_gate.py` refits it), with a threshold set for 5% false refusals
+there. `groundqa inspect` says which one an index uses.
+"""
+
+from groundqa.gate.decision import (
+    DEFAULT_GATE,
+    DEFAULT_MODEL,
+    DEFAULT_THRESHOLD,
+    Gate,
+    calibrated_gate,
+    gate_for,
+)
+from groundqa.gate.features import (
+    AGREEMENT_DEPTH,
+    DENSE_FEATURES,
+    LEXICAL_FEATURES,
+    features,
+    gate_features,
+)
+
+__all__ = [
+    "AGREEMENT_DEPTH",
+    "DEFAULT_GATE",
+    "DEFAULT_MODEL",
+    "DEFAULT_THRESHOLD",
+    "DENSE_FEATURES",
+    "LEXICAL_FEATURES",
+    "Gate",
+    "calibrated_gate",
+    "features",
+    "gate_features",
+    "gate_for",
+]

@@ -1,0 +1,176 @@
+"""The request: one frozen `Query` carries every argument of an ask, checked in one place.
+
+The CLI, the HTTP API, the evaluation harness and the Python API each build a
+Query and hand it to the engine; none of them checks or forwards arguments of
+its own, so a new field reaches every shell at once. The result cache's key is
+derived from the whole Query (`cache_key`), so a field cannot be left out of it.
+
+A Query holds what the asker said, not what the engine decided: `k`,
+`temperature` and `max_tokens` stay None until `settings` fills them from the
+preset for the question's intent (see `intent`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from groundqa.errors import UsageError
+from groundqa.intent import GenerationSettings, preset_for
+from groundqa.providers import GeneratorOptions
+
+MAX_K = 100
+MAX_QUESTION_CHARS = 2000
+MAX_TEMPERATURE = 2.0
+MAX_TOKENS = 8192
+
+FacetValue = str | Sequence[str]
+Filters = Mapping[str, FacetValue | Mapping[str, Sequence[str]]]
+Scope = Mapping[str, FacetValue]
+
+
+def check_question(question: str) -> str:
+    q = question.strip()
+    if not q:
+        raise UsageError('the question is empty; ask something, e.g. groundqa ask "What is ...?"')
+    if len(q) > MAX_QUESTION_CHARS:
+        raise UsageError(f"the question is {len(q)} characters; the limit is {MAX_QUESTION_CHARS}")
+    return q
+
+
+def check_k(k: int) -> int:
+    if not 1 <= k <= MAX_K:
+        raise UsageError(f"k must be between 1 and {MAX_K}, got {k}")
+    return k
+
+
+def _plain(value: Any) -> Any:
+    """Facet values as plain dicts and lists (a Mapping or tuple given by a caller is copied),
+    so a Query never shares a mutable value with its caller."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Sequence | set | frozenset):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _normal(value: Any) -> Any:
+    """Facet values in one spelling for the cache key: a value is a sorted list."""
+    if isinstance(value, Mapping):
+        return {k: _normal(v) for k, v in sorted(value.items())}
+    return sorted([value] if isinstance(value, str) else value)
+
+
+@dataclass(frozen=True)
+class Query:
+    """One question and everything the asker said about how to answer it.
+
+    `filters` keep only chunks that match; `scope` says where the asker is (see
+    `retrieve.facets`), and `auto_scope` adds the places the question names.
+    `retriever` is a plan such as `hybrid+cap=2` (None: the index's default),
+    `reranker` a reranker spec, `generator` a generator spec; `options` reach a
+    network backend. `as_of` picks the version of a document in force that day
+    (None: today).
+    """
+
+    question: str
+    k: int | None = None
+    filters: Filters = field(default_factory=dict)
+    scope: Scope = field(default_factory=dict)
+    auto_scope: bool = False
+    retriever: str | None = None
+    reranker: str | None = None
+    generator: str = "extractive"
+    options: GeneratorOptions = field(default_factory=GeneratorOptions)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    as_of: dt.date | None = None
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__  # a frozen dataclass normalises itself through here
+        set_(self, "question", check_question(self.question))
+        if self.k is not None:
+            check_k(self.k)
+        if self.temperature is not None and not 0.0 <= self.temperature <= MAX_TEMPERATURE:
+            raise UsageError(
+                f"temperature must be between 0 and {MAX_TEMPERATURE:g}, got {self.temperature}"
+            )
+        if self.max_tokens is not None and not 1 <= self.max_tokens <= MAX_TOKENS:
+            raise UsageError(f"max_tokens must be between 1 and {MAX_TOKENS}, got {self.max_tokens}")
+        if not self.generator.strip():
+            raise UsageError("the generator is empty; name one, e.g. extractive")
+        set_(self, "filters", _plain(self.filters or {}))
+        set_(self, "scope", _plain(self.scope or {}))
+        set_(self, "retriever", self.retriever.strip() or None if self.retriever else None)
+        set_(self, "reranker", self.reranker.strip() or None if self.reranker else None)
+
+    @classmethod
+    def of(cls, query: Query | str, **overrides: Any) -> Query:
+        """`query` itself, a Query for a bare question, or a copy with `overrides` applied."""
+        if isinstance(query, str):
+            return cls(query, **overrides)
+        return replace(query, **overrides) if overrides else query
+
+    def settings(self) -> tuple[str, GenerationSettings]:
+        """The question's intent and its preset, with what the asker gave taking precedence."""
+        intent, preset = preset_for(self.question)
+        return intent, preset.merged(
+            k=self.k, temperature=self.temperature, max_tokens=self.max_tokens
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, GeneratorOptions):
+                value = {"base_url": value.base_url, "timeout_s": value.timeout_s}
+            elif isinstance(value, dt.date):
+                value = value.isoformat()
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Query:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise UsageError(f"unknown query field(s) {', '.join(unknown)}; known: {sorted(known)}")
+        args = dict(d)
+        if isinstance(args.get("options"), Mapping):
+            args["options"] = GeneratorOptions(**args["options"])
+        if isinstance(args.get("as_of"), str):
+            args["as_of"] = dt.date.fromisoformat(args["as_of"])
+        return cls(**args)
+
+    def cache_key(self, fingerprint: str) -> str:
+        """Equal for queries that must get the same answer from the same index build.
+
+        Every field takes part (a new one cannot be forgotten): the question with its
+        case and spacing folded, facet values sorted, and `as_of` as the day it resolves
+        to. `fingerprint` names the build and its gate (`Engine.fingerprint`).
+        """
+        key = self.to_dict()
+        key["question"] = " ".join(self.question.split()).casefold()
+        key["filters"] = _normal(self.filters)
+        key["scope"] = _normal(self.scope)
+        key["as_of"] = (self.as_of or dt.date.today()).isoformat()
+        key["index"] = fingerprint
+        text = json.dumps(key, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+__all__ = [
+    "MAX_K",
+    "MAX_QUESTION_CHARS",
+    "Filters",
+    "Query",
+    "Scope",
+    "check_k",
+    "check_question",
+]

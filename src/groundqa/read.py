@@ -1,0 +1,231 @@
+"""Reading: which sentences of the retrieved passages say what the question asks.
+
+The reader walks the top passages once per question and scores each sentence
+by how much of the question's topic it covers (idf weighted, with the passage's
+title and section path counted as context), plus a bonus when it carries the
+kind of fact the question asks for (a time for "what time", an amount for "how
+much"). The result, a `Reading`, is made once and shared: the gate reads its
+best sentence's coverage and fact type, and the extractive generator quotes
+from its ranked sentences without scoring anything again.
+
+It reads words, not meaning: a sentence that answers in other words than the
+question's scores low. It never quotes a sentence addressed to the model (an
+instruction planted in source text).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from groundqa.lexicon import find_instructions
+from groundqa.models import Hit
+from groundqa.text import PassageTerms
+
+# How many of the top passages the gate's `coverage` looks at.
+COVERAGE_DEPTH = 3
+
+_TIME = re.compile(
+    r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\bmidnight\b|\bnoon\b", re.I
+)
+_DATE = re.compile(
+    r"\b(?:19|20)\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day",
+    re.I,
+)
+_MONEY = re.compile(
+    r"[£$€¥]\s?\d|\b[A-Z]{3}\s?\d[\d,.]*|\b\d[\d,.]*\s?(?:pounds|dollars|euros|penalty units?)\b"
+)
+_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", re.I
+)
+# A name: a capitalised word inside a sentence (after a lower-case word), not its first word.
+_NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+")
+
+# Which kind of fact a question asks for, judged from its wording; the first match wins.
+# "When is a permit required?" asks for a condition, not a time: that "when" does not count.
+_WANTS = (
+    (
+        re.compile(
+            r"\b(what time|when(?!\b.*\b(?:required|needed|necessary|allowed|permitted|"
+            r"prohibited|apply|applies)\b)|how late|how early|opening hours|until when|"
+            r"by what date|what date|deadline|due)\b",
+            re.I,
+        ),
+        (_TIME, _DATE),
+    ),
+    (
+        re.compile(
+            r"\b(cost|costs|price|fee|fees|fine|fines|penalt\w*|charged?|infringement)\b", re.I
+        ),
+        (_MONEY,),
+    ),
+    (re.compile(r"\b(how much|amount)\b", re.I), (_MONEY, _NUMBER)),
+    (
+        re.compile(
+            r"\b(how many|how long|how far|how big|how often|how high|how old|percentage|"
+            r"threshold|limit|minimum|maximum|figure|number|distance|size|area|height|rate|"
+            r"terajoules?|tonnes?|metres?|meters?|hectares?|decibels?|db)\b",
+            re.I,
+        ),
+        (_NUMBER,),
+    ),
+    (re.compile(r"\b(who|whom|whose)\b", re.I), (_NAME,)),
+)
+_HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
+
+
+def coverage(weights: Mapping[str, float], passage_terms: AbstractSet[str]) -> float:
+    """Weighted share of the question's terms (term -> weight) present in `passage_terms`."""
+    total = sum(weights.values())
+    if total <= 0:
+        return 0.0
+    return sum(w for t, w in weights.items() if t in passage_terms) / total
+
+
+def wanted(question: str) -> tuple[re.Pattern[str], ...]:
+    """The patterns of the kind of fact the question asks for (empty: no particular kind)."""
+    for asks, patterns in _WANTS:
+        if asks.search(question):
+            return patterns
+    return ()
+
+
+def holds(patterns: tuple[re.Pattern[str], ...], sentence: str) -> bool:
+    """Whether the sentence carries a fact of the kind the patterns describe."""
+    return any(p.search(sentence) for p in patterns)
+
+
+@lru_cache(maxsize=8192)
+def _addresses_model(sentence: str) -> bool:
+    """Whether the sentence is an instruction to the model. Cached: the same top passages
+    come back question after question."""
+    return bool(find_instructions(sentence))
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One candidate sentence: which hit it is in, where, its coverage and its score."""
+
+    hit_index: int
+    position: int
+    text: str
+    coverage: float
+    score: float
+    holds: bool  # it carries the kind of fact the question asks for
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Sentence:
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the reader found in the passages for one question.
+
+    `sentences` are the candidates in passage order; `best` is the one a reader
+    would quote first (None: no sentence mentions the question's topic). `asked`
+    says the question asks for a kind of fact, `found` that the best sentence (or
+    the one right after it) holds one. `passage_terms` are the term sets of the
+    top passages (what BM25 scored), for the gate's coverage.
+    """
+
+    sentences: tuple[Sentence, ...] = ()
+    asked: bool = False
+    found: bool = False
+    passage_terms: tuple[frozenset[str], ...] = field(default=())
+
+    @property
+    def best(self) -> Sentence | None:
+        if not self.sentences:
+            return None
+        return min(self.sentences, key=lambda c: (-c.score, c.hit_index, c.position))
+
+    @property
+    def coverage(self) -> float:
+        best = self.best
+        return best.coverage if best is not None else 0.0
+
+    def ranked(self) -> list[Sentence]:
+        """The candidates best first (ties: earlier passage, then earlier sentence)."""
+        return sorted(self.sentences, key=lambda c: (-c.score, c.hit_index, c.position))
+
+    def following(self, sentence: Sentence) -> Sentence | None:
+        """The candidate right after `sentence` in the same passage, if there is one."""
+        return next(
+            (
+                c
+                for c in self.sentences
+                if c.hit_index == sentence.hit_index and c.position == sentence.position + 1
+            ),
+            None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sentences": [s.to_dict() for s in self.sentences],
+            "asked": self.asked,
+            "found": self.found,
+            "passage_terms": [sorted(t) for t in self.passage_terms],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Reading:
+        return cls(
+            sentences=tuple(Sentence.from_dict(s) for s in d.get("sentences", ())),
+            asked=bool(d.get("asked", False)),
+            found=bool(d.get("found", False)),
+            passage_terms=tuple(frozenset(t) for t in d.get("passage_terms", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Reader:
+    """Scores the sentences of the top `max_passages` hits for one question."""
+
+    text: PassageTerms
+    section_path: bool = True  # whether the index's text includes each chunk's section path
+    max_passages: int = 5
+    type_bonus: float = 0.25
+
+    def read(self, question: str, weights: Mapping[str, float], hits: Sequence[Hit]) -> Reading:
+        """The Reading of `hits` for a question whose topic terms weigh `weights`."""
+        passages = tuple(
+            self.text.terms(h.chunk.chunk_id, h.chunk.index_text(self.section_path))
+            for h in hits[:COVERAGE_DEPTH]
+        )
+        if not weights:
+            return Reading(passage_terms=passages)
+        kinds = wanted(question)
+        topic = set(weights)
+        sentences: list[Sentence] = []
+        for i, hit in enumerate(hits[: self.max_passages]):
+            chunk = hit.chunk
+            context = self.text.terms(f"{chunk.chunk_id}:crumb", chunk.breadcrumb)
+            for pos, (text, terms) in enumerate(self.text.sentences(chunk.chunk_id, chunk.text)):
+                if _HEADING_LINE.match(text) or len(text) < 12:
+                    continue
+                # Context alone (a matching title) is not an answer: the sentence must add something.
+                if not terms & topic or _addresses_model(text):
+                    continue
+                cov = coverage(weights, terms | context)
+                has = bool(kinds) and holds(kinds, text)
+                bonus = self.type_bonus if has else 0.0
+                score = cov + bonus + 0.05 / (i + 1)
+                sentences.append(Sentence(i, pos, text, cov, score, has))
+        reading = Reading(tuple(sentences), asked=bool(kinds), passage_terms=passages)
+        best = reading.best
+        if best is None or not kinds:
+            return reading
+        follow = reading.following(best)
+        found = best.holds or (follow is not None and follow.holds)
+        return Reading(reading.sentences, True, found, passages)
+
+
+__all__ = ["COVERAGE_DEPTH", "Reader", "Reading", "Sentence", "coverage", "holds", "wanted"]
