@@ -37,7 +37,7 @@ from typing import Any
 
 from _common import ROOT, WORK, latency_summary, machine, shared_path, time_each, write_result
 from groundqa import audit
-from groundqa.audit import VERDICTS, audit_answer
+from groundqa.audit import VERDICTS, AuditReport, audit_answer
 from groundqa.generate import cite
 from groundqa.models import Chunk, Citation, Hit
 
@@ -123,12 +123,12 @@ def load_cases() -> list[Case] | None:
     return cases
 
 
-def screen(case: Case) -> dict[str, Any]:
+def screen(case: Case) -> AuditReport:
     return audit_answer(case.answer, case.citations, case.passages, refused=False)
 
 
-def verdict_of(result: dict[str, Any]) -> str:
-    found = {c["verdict"] for c in result["claims"]}
+def verdict_of(result: AuditReport) -> str:
+    found = {c.verdict for c in result.claims}
     return next((v for v in WORST_FIRST if v in found), "UNVERIFIABLE")
 
 
@@ -203,13 +203,13 @@ def example_pack() -> dict[str, Any]:
         result = audit_answer(
             answer.answer, answer.citations, answer.passages, refused=answer.refused
         )
-        citations_ok += bool(result["citations"]["ok"])
+        citations_ok += result.citations.ok
         if answer.refused:
             continue
         answered += 1
-        for claim in result["claims"]:
-            verdicts[claim["verdict"]] += 1
-            false_alarms += claim["verdict"] in ("UNSUPPORTED", "MISATTRIBUTED")
+        for claim in result.claims:
+            verdicts[claim.verdict] += 1
+            false_alarms += claim.verdict in ("UNSUPPORTED", "MISATTRIBUTED")
     claims = sum(verdicts.values())
     return {
         "questions": len(questions),
@@ -235,12 +235,12 @@ def run() -> dict[str, Any] | None:
     ours = [verdict_of(r) for r in results]
     base = [digit_baseline(c) for c in cases]
     ours_score, base_score = score(labels, ours), score(labels, base)
-    kinds = Counter(t["kind"] for r in results for c in r["claims"] for t in c["tokens"])
-    statuses = Counter(t["status"] for r in results for c in r["claims"] for t in c["tokens"])
+    kinds = Counter(t.kind for r in results for c in r.claims for t in c.tokens)
+    statuses = Counter(t.status for r in results for c in r.claims for t in c.tokens)
     with_digit = sum(1 for c in cases if _DIGITS.search(re.sub(r"\[[\d, ]+\]", "", c.answer)))
 
     def cold(case: Case) -> object:
-        audit._passage_facts.cache_clear()
+        audit.clear_caches()
         return screen(case)
 
     cold_ms = time_each(cold, cases)

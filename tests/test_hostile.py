@@ -166,7 +166,7 @@ def test_the_request_fences_the_instruction_and_says_sources_are_data(
     outside = re.sub(r"<<<SOURCE (\d+)\n.*?\nSOURCE \1>>>", "", user["content"], flags=re.S)
     assert "Ignore previous" not in outside
     assert f"[Source {n}: Portmere Ferry > Fares]\n<<<SOURCE {n}\n" in user["content"]
-    assert answer.audit is not None and answer.audit["injection"]["passages"] == [n]
+    assert answer.audit is not None and answer.audit.injection.passages == [n]
 
 
 @pytest.mark.parametrize("kind", ["repeats", "obeys"])
@@ -179,15 +179,15 @@ def test_an_answer_that_follows_the_instruction_is_flagged(
     assert n == 2  # not the first passage, so the position is checked for real
     assert answer.answer == REPLIES[kind](n, 1)
     assert answer.audit is not None
-    injection = answer.audit["injection"]
-    assert injection["passages"] == [n]
-    assert injection["flagged"] is True
-    [match] = injection["matches"]
-    assert match["passage"] == n and match["how"] == kind
-    assert match["instruction"] == INJECTED
+    injection = answer.audit.injection
+    assert injection.passages == [n]
+    assert injection.flagged is True
+    [match] = injection.matches
+    assert match.passage == n and match.how == kind
+    assert match.instruction == INJECTED
     # The answer is flagged, not withheld: its text, citations and other checks stand,
     # and a note beside it says why it is suspect.
-    assert answer.citations and answer.audit["citations"]["ok"] is True
+    assert answer.citations and answer.audit.citations.ok is True
     assert any(f"instruction found in source text (passage {n})" in t for t in answer.notes)
 
 
@@ -196,10 +196,10 @@ def test_an_answer_that_keeps_to_the_facts_is_not_flagged(
 ) -> None:
     answer = _ask(engine, serve(_model("proper")))
     assert answer.audit is not None
-    injection = answer.audit["injection"]
-    assert injection["passages"] == [_hostile_position(answer)]
-    assert injection["flagged"] is False and injection["matches"] == []
-    assert answer.audit["verdicts"]["NOT_CONTRADICTED"] == 1
+    injection = answer.audit.injection
+    assert injection.passages == [_hostile_position(answer)]
+    assert injection.flagged is False and injection.matches == ()
+    assert answer.audit.verdicts["NOT_CONTRADICTED"] == 1
     assert not any("instruction" in t for t in answer.notes)
 
 
@@ -210,9 +210,9 @@ def test_the_offline_answerer_never_quotes_an_instruction(engine: Engine) -> Non
     assert answer.audit is not None
     assert INJECTED not in answer.answer
     assert "ignore previous instructions" not in answer.answer.lower()
-    assert answer.audit["injection"]["flagged"] is False
+    assert answer.audit.injection.flagged is False
     # The hostile passage was retrieved and is listed as carrying an instruction.
-    assert _hostile_position(answer) in answer.audit["injection"]["passages"]
+    assert _hostile_position(answer) in answer.audit.injection.passages
 
 
 def test_the_flag_reaches_the_http_api(
@@ -223,7 +223,7 @@ def test_the_flag_reaches_the_http_api(
     )
     from fastapi.testclient import TestClient
 
-    from groundqa.api import ServeSettings, create_app
+    from groundqa.serve import ServeSettings, create_app
 
     server = serve(_model("obeys"))
     settings = ServeSettings(

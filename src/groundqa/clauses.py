@@ -23,38 +23,15 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-_UNITS = {
-    "part": "Pt ",
-    "pt": "Pt ",
-    "division": "Div ",
-    "div": "Div ",
-    "chapter": "Ch ",
-    "ch": "Ch ",
-    "schedule": "Sch ",
-    "sch": "Sch ",
-    "section": "s.",
-    "sec": "s.",
-    "s": "s.",
-    "clause": "cl.",
-    "cl": "cl.",
-    "regulation": "reg.",
-    "reg": "reg.",
-    "rule": "r.",
-    "r": "r.",
-    "article": "art.",
-    "art": "art.",
-    "paragraph": "para.",
-    "para": "para.",
-    "annex": "Annex ",
-    "appendix": "App ",
-}
+from groundqa.lexicon import LEGAL_UNITS
+
 _NUMBER = r"\d+[A-Za-z]?(?:\.\d+[A-Za-z]?)*"
 _NAMED = re.compile(
-    rf"^\s*(?P<unit>{'|'.join(sorted(_UNITS, key=len, reverse=True))})\.?\s+(?P<num>{_NUMBER}|[IVXLC]+)\b",
+    rf"^\s*(?P<unit>{'|'.join(sorted(LEGAL_UNITS, key=len, reverse=True))})\.?\s+(?P<num>{_NUMBER}|[IVXLC]+)\b",
     re.IGNORECASE,
 )
 _NUMBERED = re.compile(rf"^\s*(?P<num>{_NUMBER})\.?(?=\s|$)")
-_STYLES = {s.rstrip(". ").casefold(): s for s in _UNITS.values()}
+_STYLES = {s.rstrip(". ").casefold(): s for s in LEGAL_UNITS.values()}
 # The unit a bare number names, by the kind of instrument the title says it is.
 _BY_TITLE = (
     (re.compile(r"\bregulations?\b", re.I), "reg."),
@@ -85,7 +62,7 @@ def heading_ref(heading: str, unit: str) -> str | None:
     """`Pt 2` from "Part 2 Obligations", `s.2.1.3` from "2.1.3 Scope 1" (Act); else None."""
     named = _NAMED.match(heading)
     if named:
-        return f"{_UNITS[named['unit'].casefold()]}{named['num']}"
+        return f"{LEGAL_UNITS[named['unit'].casefold()]}{named['num']}"
     numbered = _NUMBERED.match(heading)
     return f"{unit}{numbered['num']}" if numbered else None
 

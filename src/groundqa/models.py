@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from groundqa.verdicts import AuditReport
+
 Severity = Literal["BLOCK", "REVIEW"]
 SEVERITIES: tuple[Severity, ...] = ("BLOCK", "REVIEW")
 
@@ -339,7 +341,7 @@ class Answer:
     gate: GateDecision
     refused_by: str | None = None
     generator: str = "extractive"
-    audit: dict[str, Any] | None = None
+    audit: AuditReport | None = None
     scope: dict[str, list[str]] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     error: str | None = None
@@ -364,7 +366,7 @@ class Answer:
             "passages": [h.to_dict() for h in self.passages],
             "gate": self.gate.to_dict(),
             "generator": self.generator,
-            "audit": self.audit,
+            "audit": self.audit.to_dict() if self.audit is not None else None,
             "scope": {k: list(v) for k, v in self.scope.items()},
             "timings_ms": dict(self.timings_ms),
             "error": self.error,
@@ -384,7 +386,7 @@ class Answer:
             passages=tuple(Hit.from_dict(h) for h in d.get("passages", ())),
             gate=GateDecision.from_dict(d["gate"]),
             generator=d.get("generator", "extractive"),
-            audit=d.get("audit"),
+            audit=AuditReport.from_dict(d["audit"]) if d.get("audit") is not None else None,
             scope={k: list(v) for k, v in d.get("scope", {}).items()},
             error=d.get("error"),
             prompt_version=d.get("prompt_version"),

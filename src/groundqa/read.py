@@ -22,28 +22,19 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from groundqa.lexicon import find_instructions
+from groundqa.lexicon import (
+    MENTIONS_DATE,
+    MENTIONS_MONEY,
+    MENTIONS_NAME,
+    MENTIONS_NUMBER,
+    MENTIONS_TIME,
+    find_instructions,
+)
 from groundqa.models import Hit
 from groundqa.text import PassageTerms
 
 # How many of the top passages the gate's `coverage` looks at.
 COVERAGE_DEPTH = 3
-
-_TIME = re.compile(
-    r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm|a\.m\.|p\.m\.)|\b\d{1,2}:\d{2}\b|\bmidnight\b|\bnoon\b", re.I
-)
-_DATE = re.compile(
-    r"\b(?:19|20)\d{2}\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day",
-    re.I,
-)
-_MONEY = re.compile(
-    r"[£$€¥]\s?\d|\b[A-Z]{3}\s?\d[\d,.]*|\b\d[\d,.]*\s?(?:pounds|dollars|euros|penalty units?)\b"
-)
-_NUMBER = re.compile(
-    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b", re.I
-)
-# A name: a capitalised word inside a sentence (after a lower-case word), not its first word.
-_NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+")
 
 # Which kind of fact a question asks for, judged from its wording; the first match wins.
 # "When is a permit required?" asks for a condition, not a time: that "when" does not count.
@@ -55,15 +46,15 @@ _WANTS = (
             r"by what date|what date|deadline|due)\b",
             re.I,
         ),
-        (_TIME, _DATE),
+        (MENTIONS_TIME, MENTIONS_DATE),
     ),
     (
         re.compile(
             r"\b(cost|costs|price|fee|fees|fine|fines|penalt\w*|charged?|infringement)\b", re.I
         ),
-        (_MONEY,),
+        (MENTIONS_MONEY,),
     ),
-    (re.compile(r"\b(how much|amount)\b", re.I), (_MONEY, _NUMBER)),
+    (re.compile(r"\b(how much|amount)\b", re.I), (MENTIONS_MONEY, MENTIONS_NUMBER)),
     (
         re.compile(
             r"\b(how many|how long|how far|how big|how often|how high|how old|percentage|"
@@ -71,9 +62,9 @@ _WANTS = (
             r"terajoules?|tonnes?|metres?|meters?|hectares?|decibels?|db)\b",
             re.I,
         ),
-        (_NUMBER,),
+        (MENTIONS_NUMBER,),
     ),
-    (re.compile(r"\b(who|whom|whose)\b", re.I), (_NAME,)),
+    (re.compile(r"\b(who|whom|whose)\b", re.I), (MENTIONS_NAME,)),
 )
 _HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groundqa.lexicon import HEADING_UNITS
 from groundqa.loaders._common import block, source_of
 from groundqa.models import Document, Finding, Section
 
@@ -76,7 +77,7 @@ _PAGE_NUMBER = re.compile(
 _PAGE_NUMBER_TITLED = re.compile(r"^(?:\d{1,5}\s*\|\s*\S.*|\S.*?\s*\|\s*\d{1,5})$")
 _NUMBERED = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){0,5})\s+([A-Z].*)$")
 _DIVISION = re.compile(
-    r"^(chapter|part|division|subdivision|schedule|section)\s+(\d{1,3}[A-Z]?|[IVXLC]{1,7})"
+    rf"^({'|'.join(HEADING_UNITS)})\s+(\d{{1,3}}[A-Z]?|[IVXLC]{{1,7}})"
     r"(?:\s*[-–—:.]\s*|\s+|$)(.*)$",
     re.IGNORECASE,
 )
