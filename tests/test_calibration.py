@@ -1,8 +1,7 @@
-"""The calibration maths and the gate, checked against values worked out by hand.
+"""The calibration maths, checked against values worked out by hand.
 
-Nothing here touches an index: `calibration` is pure numpy, `gate.features` and
-`Gate.decide` take plain dicts and sets, and the extractive reader's `reading`
-is given real passages built in the test.
+Nothing here touches an index: `calibration` is pure numpy. The gate that uses
+the fitted model is tested in `test_gate.py`.
 """
 
 from __future__ import annotations
@@ -14,11 +13,13 @@ import pytest
 
 from groundqa.calibration import (
     MIN_PROBES,
+    CrossValidation,
     Logistic,
     check_labels,
     cross_validate,
     fit_logistic,
     fold_count,
+    group_codes,
     out_of_fold,
     probe_fingerprint,
     refusal_at,
@@ -27,21 +28,6 @@ from groundqa.calibration import (
     threshold_for,
 )
 from groundqa.errors import CalibrationError
-from groundqa.gate import (
-    DEFAULT_GATE,
-    DEFAULT_MODEL,
-    DEFAULT_THRESHOLD,
-    DENSE_FEATURES,
-    LEXICAL_FEATURES,
-    Gate,
-    Reading,
-    features,
-    gate_for,
-)
-from groundqa.generate import Evidence
-from groundqa.generate.extractive import ExtractiveGenerator
-from groundqa.models import Chunk, Hit
-from groundqa.text import Analyzer, PassageTerms
 
 
 def sigmoid(z: float) -> float:
@@ -187,6 +173,103 @@ def test_fold_count_never_exceeds_the_rarer_label() -> None:
     assert len(folds) == 2 and sorted(np.concatenate(folds).tolist()) == [0, 1, 2]
 
 
+def test_group_codes_number_groups_and_give_each_ungrouped_row_its_own() -> None:
+    codes = group_codes(["train", None, "train", "trail", None, "trail"])
+    assert codes.tolist() == [0, 1, 0, 2, 3, 2]
+    assert group_codes([None, None]).tolist() == [0, 1]
+
+
+def test_without_paraphrases_group_aware_folds_are_the_plain_ones() -> None:
+    # One row per group is the round robin of before, for every seed: the figures of a
+    # probe set without groups do not move.
+    singletons = group_codes([None] * LABELS.size)
+    named = group_codes([f"q{i}" for i in range(LABELS.size)])
+    for seed in range(4):
+        plain = stratified_folds(LABELS, 5, seed)
+        for groups in (singletons, named):
+            folds = stratified_folds(LABELS, 5, seed, groups)
+            assert all(np.array_equal(a, b) for a, b in zip(plain, folds, strict=True))
+
+
+# 28 answerable rows in paraphrase groups of 4, 3, 3, 2, 2, 2 and 12 alone; 12 unanswerable
+# rows, a pair of near misses among them.
+GROUPED_Y = np.asarray([1.0] * 28 + [0.0] * 12)
+GROUP_NAMES = (
+    ["a"] * 4 + ["b"] * 3 + ["c"] * 3 + ["d"] * 2 + ["e"] * 2 + ["f"] * 2 + [None] * 12
+) + (["n"] * 2 + [None] * 10)
+
+
+def test_paraphrases_share_a_fold_and_labels_stay_balanced() -> None:
+    groups = group_codes(GROUP_NAMES)
+    for seed in range(6):
+        folds = stratified_folds(GROUPED_Y, 5, seed, groups)
+        assert sorted(np.concatenate(folds).tolist()) == list(range(40))
+        fold_of = {int(r): n for n, fold in enumerate(folds) for r in fold}
+        for g in set(groups.tolist()):
+            assert len({fold_of[int(r)] for r in np.flatnonzero(groups == g)}) == 1, g
+        # 28 answerable over 5 folds is 5 or 6 each when nothing is split; whole groups
+        # of up to 4 may push a fold one past that, never further.
+        answerable = sorted(int(GROUPED_Y[f].sum()) for f in folds)
+        assert answerable[0] >= 5 and answerable[-1] <= 7 and sum(answerable) == 28
+        unanswerable = sorted(int((GROUPED_Y[f] == 0).sum()) for f in folds)
+        assert unanswerable[-1] - unanswerable[0] <= 1
+    assert not all(
+        np.array_equal(a, b)
+        for a, b in zip(
+            stratified_folds(GROUPED_Y, 5, 0, groups),
+            stratified_folds(GROUPED_Y, 5, 1, groups),
+            strict=True,
+        )
+    )
+
+
+def test_fold_count_counts_groups_not_rows() -> None:
+    y = np.asarray([1.0] * 10 + [0.0] * 6)
+    assert fold_count(y, 5) == 5
+    # the six unanswerable rows are three pairs of paraphrases: three folds at most
+    groups = group_codes([None] * 10 + ["x", "x", "y", "y", "z", "z"])
+    assert fold_count(y, 5, groups) == 3
+    assert len(stratified_folds(y, 3, 0, groups)) == 3
+
+
+def _twins(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """20 questions asked twice (identical features), labels that the features do not
+    carry: only a model that saw a question's twin can tell its label."""
+    rng = np.random.default_rng(seed)
+    labels = np.asarray([1.0] * 12 + [0.0] * 8)
+    rng.shuffle(labels)
+    x = np.repeat(rng.normal(size=(20, 12)), 2, axis=0)
+    return x, np.repeat(labels, 2), group_codes([f"q{i // 2}" for i in range(40)])
+
+
+TWELVE = [f"f{i}" for i in range(12)]
+
+
+def test_a_paraphrase_never_trains_the_model_that_judges_its_twin() -> None:
+    x, y, groups = _twins(0)
+    fold = stratified_folds(y, 5, 0, groups)[1]
+    i = int(fold[0])
+    twin = i + 1 if i % 2 == 0 else i - 1
+    moved = x.copy()
+    moved[twin] = 9.0  # an absurd outlier
+    before = out_of_fold(x, y, TWELVE, 5, groups=groups)
+    after = out_of_fold(moved, y, TWELVE, 5, groups=groups)
+    assert twin in fold and after[i] == before[i]
+    honest = cross_validate(x, y, TWELVE, groups=groups)
+    for f, cut in zip(stratified_folds(y, 5, 0, groups), honest.thresholds, strict=True):
+        assert np.array_equal(honest.refused[f], honest.probability[f] < cut)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_twins_split_across_folds_make_noise_look_like_signal(seed: int) -> None:
+    # What the groups are for: the same data, cross-validated with the twins free to
+    # split, scores a far higher AUC than the features can earn.
+    x, y, groups = _twins(seed)
+    leaky = cross_validate(x, y, TWELVE).auc(y)
+    honest = cross_validate(x, y, TWELVE, groups=groups).auc(y)
+    assert leaky > 0.8 and leaky - honest > 0.15
+
+
 def _probe_set() -> tuple[np.ndarray, np.ndarray]:
     """30 probes, three noisy features that carry the label; labels alternate."""
     rng = np.random.default_rng(3)
@@ -253,8 +336,17 @@ def test_cross_validation_refuses_below_its_own_folds_threshold() -> None:
     assert cv.folds == 5 and len(cv.thresholds) == 5
     for fold, cut in zip(stratified_folds(y, 5), cv.thresholds, strict=True):
         assert np.array_equal(cv.refused[fold], cv.probability[fold] < cut)
-    assert cv.auc(y) == roc_auc(y, cv.probability)
     assert cv.auc(y) > 0.8  # the features do carry the label
+
+
+def test_cross_validation_auc_is_over_the_out_of_fold_probabilities() -> None:
+    # The pairs of test_auc_counts_ties_as_half: 4.5 of 6 (answerable, unanswerable)
+    # pairs are ordered right, so 0.75; the refusals and thresholds play no part.
+    y = np.asarray([1.0, 1.0, 0.0, 0.0, 1.0])
+    p = np.asarray([0.9, 0.5, 0.5, 0.1, 0.3])
+    cv = CrossValidation(p, np.ones(5, dtype=bool), (0.99, 0.99), 2)
+    assert cv.auc(y) == 0.75
+    assert cv.auc(1.0 - y) == 0.25
 
 
 # ------------------------------------------------------------------ check_labels
@@ -325,255 +417,3 @@ def test_model_dict_round_trip_and_validation() -> None:
         Logistic.from_dict({k: v for k, v in good.items() if k != "intercept"})
     with pytest.raises(CalibrationError, match="incomplete"):
         Logistic.from_dict({**good, "mean": ["x", 0.0]})
-
-
-# ------------------------------------------------------------------ features
-
-
-WEIGHTS = {"a": 2.0, "b": 1.0, "c": 1.0}
-LEXICAL = [(7, 8.0), (3, 6.0), (1, 1.0)]
-PASSAGES = [{"a"}, {"a", "b"}, {"b", "c"}, {"a", "b", "c"}]
-
-
-def test_features_on_hand_made_inputs() -> None:
-    got = features(
-        WEIGHTS,
-        unknown={"c", "zzz"},
-        passages=PASSAGES,
-        lexical=LEXICAL,
-        bm25_ceiling=20.0,
-        reading=Reading(0.6, asked=True, found=False),
-    )
-    assert got == {
-        "coverage": 0.75,  # best of the first three: {a, b} = 3/4; the 4th (full) is too deep
-        "coverage_top1": 0.5,  # {a} = 2/4
-        "unknown_share": 0.25,  # c = 1/4; "zzz" is not a topic term
-        "bm25_top": 0.4,  # 8 / 20
-        "bm25_margin": 0.25,  # (8 - 6) / 8
-        "sentence_coverage": 0.6,
-        "type_missing": 1.0,
-    }
-    assert set(got) == set(LEXICAL_FEATURES)
-
-
-def test_dense_features_and_agreement() -> None:
-    dense = [(3, 0.8), (9, 0.5), (7, 0.4), (2, 0.3), (5, 0.2), (1, 0.1)]
-    got = features(WEIGHTS, set(), PASSAGES, LEXICAL, 20.0, Reading(1.0, True, True), dense)
-    assert set(got) == set(LEXICAL_FEATURES) | set(DENSE_FEATURES)
-    assert got["dense_top"] == 0.8
-    assert got["dense_margin"] == 0.3
-    # both top-5 lists hold rows 3 and 7 (row 1 is sixth in the dense list)
-    assert got["agreement"] == 0.4
-    assert got["type_missing"] == 0.0 and got["unknown_share"] == 0.0
-    single = features(WEIGHTS, set(), PASSAGES, LEXICAL, 20.0, Reading(), [(4, 0.7)])
-    assert (single["dense_top"], single["dense_margin"], single["agreement"]) == (0.7, 0.0, 0.0)
-
-
-def test_features_at_the_edges() -> None:
-    nothing = features({}, set(), [], [], 0.0, Reading())
-    assert nothing == {
-        "coverage": 0.0,
-        "coverage_top1": 0.0,
-        "unknown_share": 1.0,  # no topic words: nothing the corpus is known to use
-        "bm25_top": 0.0,
-        "bm25_margin": 0.0,
-        "sentence_coverage": 0.0,
-        "type_missing": 0.0,
-    }
-    capped = features(WEIGHTS, set(), [set()], [(0, 30.0)], 20.0, Reading(0.123456789))
-    assert capped["bm25_top"] == 1.0 and capped["bm25_margin"] == 1.0
-    assert capped["sentence_coverage"] == 0.123457  # rounded to 6 places
-    assert (
-        features(WEIGHTS, set(), [], [], 1.0, Reading(0.0, asked=False, found=False))[
-            "type_missing"
-        ]
-        == 0.0
-    )
-
-
-# ------------------------------------------------------------------ Gate.decide
-
-ONE = Logistic(names=("coverage",), mean=(0.5,), scale=(0.25,), coef=(2.0,), intercept=0.0)
-
-
-def test_decide_answers_at_or_above_the_threshold_and_refuses_below() -> None:
-    gate = Gate(ONE, 0.5, calibrated=False)
-    weights = {"t": 1.0}
-    high = gate.decide(weights, {"coverage": 0.75})  # logit 2
-    assert high.answer and high.reason == "confident enough to answer"
-    assert high.score == round(sigmoid(2.0), 4) == 0.8808
-    assert high.factors == {"coverage": 2.0} and high.features == {"coverage": 0.75}
-    assert high.threshold == 0.5 and high.calibrated is False
-    low = gate.decide(weights, {"coverage": 0.25})  # logit -2
-    assert not low.answer and low.score == 0.1192
-    assert low.reason == "confidence 0.12 is below the default gate's threshold 0.50"
-    assert low.factors == {"coverage": -2.0}
-    edge = gate.decide(weights, {"coverage": 0.5})  # p = 0.5 exactly: not below
-    assert edge.answer and edge.score == 0.5
-    calibrated = Gate(ONE, 0.9, calibrated=True).decide(weights, {"coverage": 0.75})
-    assert not calibrated.answer and calibrated.calibrated
-    assert calibrated.reason == "confidence 0.88 is below the calibrated gate's threshold 0.90"
-
-
-def test_decide_refuses_outright_without_topic_words_or_passages() -> None:
-    gate = Gate(ONE, 0.0, calibrated=True)  # a threshold of 0 would answer anything scored
-    empty = gate.decide({}, {"coverage": 1.0})
-    assert (empty.answer, empty.reason, empty.score) == (
-        False,
-        "the question has no topic words",
-        0.0,
-    )
-    assert empty.features == {} and empty.factors == {} and empty.calibrated
-    unmatched = gate.decide({"t": 1.0}, {})
-    assert (unmatched.answer, unmatched.reason, unmatched.score) == (
-        False,
-        "no passage matched the question",
-        0.0,
-    )
-
-
-def test_default_gate_factors_plus_intercept_give_its_confidence() -> None:
-    at_mean = dict(zip(DEFAULT_MODEL.names, DEFAULT_MODEL.mean, strict=True))
-    neutral = DEFAULT_GATE.decide({"t": 1.0}, at_mean)
-    assert set(neutral.factors.values()) == {0.0}  # an average probe: no push either way
-    assert neutral.score == round(sigmoid(DEFAULT_MODEL.intercept), 4)
-    feats = {
-        "coverage": 0.2,
-        "coverage_top1": 0.1,
-        "unknown_share": 0.5,
-        "bm25_top": 0.05,
-        "bm25_margin": 0.3,
-        "sentence_coverage": 0.25,
-        "type_missing": 1.0,
-    }
-    d = DEFAULT_GATE.decide({"t": 1.0}, feats)
-    assert set(d.factors) == set(LEXICAL_FEATURES)
-    exact = DEFAULT_MODEL.intercept + sum(DEFAULT_MODEL.factors(feats).values())
-    assert DEFAULT_MODEL.logit(feats) == pytest.approx(exact, abs=1e-12)
-    assert DEFAULT_MODEL.intercept + sum(d.factors.values()) == pytest.approx(exact, abs=4e-4)
-    assert d.score == round(sigmoid(exact), 4)
-    assert d.answer == (sigmoid(exact) >= DEFAULT_THRESHOLD)
-
-
-def test_describe_says_which_gate_is_in_use() -> None:
-    assert DEFAULT_GATE.describe().startswith(
-        f"not calibrated: the built-in default (fitted on the bundled example corpus), "
-        f"threshold {DEFAULT_THRESHOLD:.3f};"
-    )
-    info = {
-        "probes": {"answerable": 52, "unanswerable": 29},
-        "probe_fingerprint": "abc123",
-        "calibrated_at": "2024-01-01T00:00:00Z",
-        "target_false_refusal": 0.05,
-        "cv_auc": 0.84,
-    }
-    assert Gate(ONE, 0.4, calibrated=True, info=info).describe() == (
-        "calibrated on 52 answerable and 29 unanswerable probes (probe set abc123, "
-        "2024-01-01T00:00:00Z); threshold 0.400 for 5% false refusal; cross-validated AUC 0.84"
-    )
-
-
-# ------------------------------------------------------------------ gate_for
-
-
-def _stored(fingerprint: str = "F" * 64) -> dict[str, object]:
-    return {
-        **Gate(ONE, 0.3, calibrated=True).to_dict(),
-        "index_fingerprint": fingerprint,
-        "probe_fingerprint": "p" * 16,
-    }
-
-
-def test_gate_for_uses_a_calibration_made_for_this_index() -> None:
-    gate = gate_for(_stored(), "F" * 64)
-    assert gate.calibrated and gate.kind == "calibrated-logistic" and gate.note == ""
-    assert gate.model == ONE and gate.threshold == 0.3
-    assert gate.info == {"index_fingerprint": "F" * 64, "probe_fingerprint": "p" * 16}
-    assert gate.to_dict() == _stored()
-
-
-def test_gate_for_sets_aside_what_it_cannot_use() -> None:
-    assert gate_for({}, "F" * 64) is DEFAULT_GATE
-    assert gate_for(DEFAULT_GATE.to_dict(), "F" * 64) is DEFAULT_GATE
-    other = gate_for(_stored("E" * 64), "F" * 64)
-    assert not other.calibrated and other.kind == "default-logistic"
-    assert other.model == DEFAULT_MODEL and other.threshold == DEFAULT_THRESHOLD
-    assert other.note == "the stored calibration was made for another index; using the default gate"
-    assert other.describe().startswith(other.note + "; the built-in default")
-    broken = _stored()
-    broken["model"] = {**ONE.to_dict(), "coef": [1.0, 2.0]}
-    unreadable = gate_for(broken, "F" * 64)
-    assert not unreadable.calibrated and unreadable.model == DEFAULT_MODEL
-    assert unreadable.note == (
-        "the stored calibration cannot be read (the stored gate model has lists of "
-        "different lengths); using the default gate"
-    )
-    no_threshold = {k: v for k, v in _stored().items() if k != "threshold"}
-    assert gate_for(no_threshold, "F" * 64).note == (
-        "the stored calibration cannot be read (the calibration has no numeric `threshold`); "
-        "using the default gate"
-    )
-    for threshold, why in (
-        ("high", "the calibration has no numeric `threshold`"),
-        (1.5, "the calibration's threshold 1.5 is not a probability"),
-    ):
-        assert gate_for({**_stored(), "threshold": threshold}, "F" * 64).note == (
-            f"the stored calibration cannot be read ({why}); using the default gate"
-        )
-    not_finite = _stored()
-    not_finite["model"] = {**ONE.to_dict(), "coef": [float("nan")]}
-    assert gate_for(not_finite, "F" * 64).note == (
-        "the stored calibration cannot be read (the stored gate model holds a number "
-        "that is not finite); using the default gate"
-    )
-
-
-# ------------------------------------------------------------------ reading
-
-ANALYZER = Analyzer()
-
-
-def _reading(question: str, *texts: str) -> Reading:
-    hits = tuple(
-        Hit(Chunk(f"c{n}", f"d{n}", f"d{n}#s", "Town notes", (), text, f"/c/d{n}.md"), 1.0, n)
-        for n, text in enumerate(texts, 1)
-    )
-    weights = dict.fromkeys(ANALYZER.query_terms(question), 1.0)
-    evidence = Evidence(question, weights, hits, PassageTerms(ANALYZER))
-    return ExtractiveGenerator().reading(evidence)
-
-
-WHO = "Who chairs the heritage council?"  # topic: chair, heritag, council
-
-
-def test_a_who_question_wants_a_name_in_the_sentence_quoted() -> None:
-    assert _reading(WHO, "The heritage council is chaired by Margaret Olsen.") == Reading(
-        1.0, True, True
-    )
-    assert _reading(WHO, "The heritage council is chaired by the mayor.") == Reading(
-        1.0, True, False
-    )
-    # the name may sit in the sentence right after the best one
-    follow = "The heritage council is chaired by a resident. Margaret Olsen holds the chair now."
-    assert _reading(WHO, follow) == Reading(1.0, True, True)
-
-
-WHEN = "What time does the smokehouse open?"  # topic: time, smokehous, open
-
-
-def test_a_what_time_question_wants_a_time() -> None:
-    assert _reading(WHEN, "The smokehouse opens at 7am on weekdays.") == Reading(2 / 3, True, True)
-    assert _reading(WHEN, "The smokehouse opens early on weekdays.") == Reading(2 / 3, True, False)
-    # nothing in the passages mentions the topic: asked, nothing found, no coverage
-    assert _reading(WHEN, "Trains run from Portmere every forty minutes.") == Reading(
-        0.0, True, False
-    )
-
-
-def test_a_cost_question_wants_money_and_a_where_question_nothing() -> None:
-    cost = "How much does a pot of tea cost?"
-    assert _reading(cost, "The tea room charges 4 pounds for a pot of tea.").found
-    assert not _reading(cost, "A pot of tea in the tea room costs four.").found
-    assert _reading(cost, "A pot of tea in the tea room costs four.").asked
-    where = _reading("Where is the smokehouse?", "The smokehouse is on Quay Street.")
-    assert where == Reading(1.0, False, False)

@@ -20,9 +20,8 @@ from groundqa.embed import EmbedderOptions
 from groundqa.engine import Engine
 from groundqa.errors import EmbeddingError, IndexCorruptError, UsageError
 from groundqa.index.dense import HNSW, VECTORS, DenseSettings, VectorIndex
-from groundqa.index.store import current_build
+from groundqa.index.manifest import current_build
 from groundqa.ingestion import ingest
-from groundqa.retrieve import parse_plan
 from tests.conftest import REGPACK, write_small_corpus
 from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url
 
@@ -256,7 +255,7 @@ def test_an_index_refuses_queries_from_another_model_or_dimension(
     # The model is named in the manifest, and a query embedder must match it.
     manifest = json.loads((current_build(tmp_path / "idx") / "manifest.json").read_text())
     assert manifest["dense"]["embedder"] == "ollama:hash16"
-    engine._embedder = Engine.open(_minilm_index(tmp_path)).query_embedder()
+    engine.retriever._embedder = Engine.open(_minilm_index(tmp_path)).query_embedder()
     with pytest.raises(EmbeddingError, match="embedded with 'ollama:hash16', the query with"):
         engine.retrieve("last train", retriever="dense")
 
@@ -274,22 +273,6 @@ def test_empty_and_oversized_queries_are_refused_before_embedding(
 ) -> None:
     with pytest.raises(UsageError, match=message):
         engine.retrieve(question, retriever="dense")
-
-
-def test_plans_parse_and_reject_wrong_options() -> None:
-    plan = parse_plan("hybrid+weighted=0.5/0.5+cap=2+acr+places=boost")
-    assert plan.method == "hybrid" and plan.fusion.weights == (0.5, 0.5)
-    assert plan.cap == 2 and plan.acronyms and plan.places == "boost"
-    assert parse_plan("hybrid+rrf=20").fusion.k == 20
-    for bad, message in [
-        ("vector", "unknown retriever 'vector'"),
-        ("hybrid+weighted=1", "two weights"),
-        ("hybrid+mmr=2", "between 0 and 1"),
-        ("hybrid+places=everywhere", "unknown option"),
-        ("bm25+fast", "unknown option 'fast'"),
-    ]:
-        with pytest.raises(UsageError, match=message):
-            parse_plan(bad)
 
 
 def ratings(keyword: str) -> Reply:

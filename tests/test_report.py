@@ -13,6 +13,8 @@ import pytest
 from groundqa.engine import Engine
 from groundqa.errors import UsageError
 from groundqa.evaluate import EvalReport, evaluate_probes, load_probes, summarise
+from groundqa.evaluate.harness import ProbeResult
+from groundqa.evaluate.probes import Probe
 from groundqa.evaluate.report import render_markdown, write_beir_report, write_probe_report
 from groundqa.ingestion import ingest
 from tests.conftest import write_small_corpus
@@ -172,20 +174,85 @@ def test_markdown_puts_retrievers_in_columns_and_every_metric_in_a_row(
     assert "## Per question (bm25)" in md and "### hybrid" in md
 
 
-def test_misses_list_answerable_probes_below_the_top_three(report: EvalReport) -> None:
-    # Push one probe's expected section to rank 5 through the harness's own summary.
-    moved = [
-        dataclasses.replace(x, rank=5) if x.probe.id == "bramble-bus" else x for x in report.results
-    ]
-    missed = summarise(moved, KS, "bm25", gate_threshold=report.gate_threshold)
-    md = render_markdown([missed], title="Misses")
+def _result(
+    probe_id: str,
+    ranked: tuple[str, ...],
+    *,
+    kind: str = "answerable",
+    gate_score: float = 0.5,
+) -> ProbeResult:
+    """A probe outcome written by hand: its rank is where `b.md#B` sits in `ranked`."""
+    expected = ("b.md#B",) if kind == "answerable" else ()
+    rank = next((i for i, s in enumerate(ranked, 1) if s in expected), None)
+    return ProbeResult(
+        probe=Probe(probe_id, f"Question {probe_id}?", expected=expected, kind=kind),
+        ranked_sections=ranked,
+        chunk_sections=ranked,
+        chunk_docs=tuple(s.split("#")[0] for s in ranked),
+        rank=rank,
+        refused=kind != "answerable",
+        refused_by="gate" if kind != "answerable" else None,
+        answer="",
+        contains=None,
+        grounded=None,
+        gate_score=gate_score,
+        latency_ms=1.0,
+    )
+
+
+HAND_RESULTS = [
+    _result("near", ("b.md#B", "a.md#A"), gate_score=0.9),
+    _result("far", ("a.md#A", "c.md#C", "d.md#D", "e.md#E", "b.md#B"), gate_score=0.6),
+    _result("lost", ("c.md#C",), gate_score=0.3),
+    _result("offtopic", ("a.md#A",), kind="out_of_scope", gate_score=0.2),
+]
+
+
+def test_misses_and_metrics_of_hand_worked_results() -> None:
+    report = summarise(HAND_RESULTS, (1, 3, 5), "bm25")
+    md = render_markdown([report], title="Misses")
+    # Worked by hand over the three answerable probes (ranks 1, 5 and none):
+    # recall@1 = recall@3 = 1/3, recall@5 = 2/3, mrr = (1 + 1/5 + 0) / 3 = 0.4.
+    by_key = {row[0].strip("`"): row[1] for row in _table_rows(md, "| metric |")[1:]}
+    assert by_key["recall@1"] == "0.333"
+    assert by_key["recall@3"] == "0.333"
+    assert by_key["recall@5"] == "0.667"
+    assert by_key["mrr"] == "0.400"
+    assert by_key["false_refusal"] == "0.000"
+    assert by_key["refused_out_of_scope"] == "1.000"
+
     section = md.split("## Misses", 1)[1]
-    assert "`bramble-bus` (rank 5): How long is the bus journey" in section
-    top1 = report.results[3].ranked_sections[0]
-    assert f"expected `bramblecote.md#Getting there`; top-1 `{top1}`" in section
-    assert "worldcup" not in section and "alder-train" not in section
-    if all(x.rank is not None and x.rank <= 3 for x in report.results if x.probe.expected):
-        assert "None." in render_markdown([report], title="No misses").split("## Misses", 1)[1]
+    assert "- `far` (rank 5): Question far?\n  expected `b.md#B`; top-1 `a.md#A`" in section
+    assert (
+        "- `lost` (not retrieved): Question lost?\n  expected `b.md#B`; top-1 `c.md#C`" in section
+    )
+    assert "near" not in section and "offtopic" not in section
+
+
+def test_notes_say_what_the_figures_rest_on() -> None:
+    ghost = _result("ghost", ("a.md#A", "c.md#C"))  # expects b.md#B, which the index lacks
+    report = dataclasses.replace(
+        summarise([ghost, HAND_RESULTS[3]], (1, 3), "bm25"),
+        missing_expected=("b.md#B",),
+        gate_calibrated_for="hybrid",
+    )
+    md = render_markdown([report, dataclasses.replace(report, retriever="hybrid")], title="N")
+    notes = md.split("## Notes\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert notes == [
+        "- 1 expected section id(s) are not in the index, so the probes naming them score as "
+        "misses: 'b.md#B'; check the ids against `groundqa inspect --sections`",
+        "- the gate was calibrated with the hybrid retriever; the refusals of bm25 come from "
+        "that gate as it is, on scores it was not fitted to",
+    ]
+    misses = md.split("## Misses", 1)[1]
+    assert "- `ghost` (expected id not in the index): Question ghost?" in misses
+    assert "## Notes" not in render_markdown([summarise(HAND_RESULTS, (1,), "bm25")], title="N")
+
+
+def test_no_misses_says_none() -> None:
+    report = summarise([HAND_RESULTS[0], HAND_RESULTS[3]], (1, 3), "bm25")
+    section = render_markdown([report], title="No misses").split("## Misses", 1)[1]
+    assert section.split() == ["(expected", "section", "not", "in", "the", "top", "3)", "None."]
 
 
 def test_answerable_only_probes_write_no_gate_plot(engine: Engine, tmp_path: Path) -> None:
@@ -213,7 +280,7 @@ def test_bad_report_sets_are_usage_errors(report: EvalReport, tmp_path: Path) ->
     fewer = dataclasses.replace(report, retriever="dense", results=report.results[:2])
     with pytest.raises(UsageError, match="same probe file"):
         render_markdown([report, fewer], title="x")
-    with pytest.raises(UsageError, match="retrievers"):
+    with pytest.raises(UsageError, match="non-empty `metrics` mapping"):
         write_beir_report({"dataset": "scifact"}, tmp_path, title="x")
 
 
@@ -233,7 +300,8 @@ BEIR_RESULT: dict[str, Any] = {
     "dataset": "scifact",
     "split": "test",
     "queries": 100,
-    "retrievers": {
+    "default_retriever": "bm25",
+    "metrics": {
         "bm25": {
             "ndcg@10": 0.6812,
             "recall@100": 0.9123,
@@ -251,7 +319,7 @@ def test_beir_report(tmp_path: Path) -> None:
     _assert_png(tmp_path / "beir" / "recall_at_k.png")
     assert json.loads((tmp_path / "beir" / "report.json").read_text("utf-8")) == BEIR_RESULT
     md = (tmp_path / "beir" / "report.md").read_text("utf-8")
-    assert "- queries: `100`" in md
+    assert "- queries: `100`" in md and "- default_retriever: `bm25`" in md
     rows = _table_rows(md, "| metric |")
     assert rows == [
         ["metric", "bm25", "dense"],
@@ -267,6 +335,8 @@ def test_beir_report(tmp_path: Path) -> None:
 
 
 def test_beir_report_without_curves_has_no_plot(tmp_path: Path) -> None:
+    # `retrievers`, the old name of `metrics`, is still read
     result = {"dataset": "nfcorpus", "retrievers": {"bm25": {"ndcg@10": 0.32}}}
     written = write_beir_report(result, tmp_path, title="BEIR nfcorpus")
     assert [p.name for p in written] == ["report.md", "report.json"]
+    assert _table_rows(written[0].read_text("utf-8"), "| metric |")[1] == ["`ndcg@10`", "0.3200"]
