@@ -157,7 +157,7 @@ def run(examples: int = EXAMPLES) -> dict[str, Any]:
 
     from fastapi.testclient import TestClient
 
-    from groundqa.api import ServeSettings, create_app
+    from groundqa.serve import ServeSettings, create_app
 
     app = create_app(engine, ServeSettings(cache="off"))
     targets: dict[str, tuple[Callable[[Any, Path], None], st.SearchStrategy[Any]]] = {

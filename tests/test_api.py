@@ -36,13 +36,16 @@ import uvicorn
 from openapi_spec_validator import validate
 
 from groundqa._version import __version__
-from groundqa.api import FACET_KEYS, QueryRequest, ServeSettings, cache_key, create_app
+from groundqa.embed import EmbedderOptions
 from groundqa.engine import Engine
 from groundqa.generate import GeneratorOptions
 from groundqa.generate import available as available_generators
+from groundqa.index.dense import DenseSettings
 from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
+from groundqa.serve import FACET_KEYS, ServeSettings, create_app
 from tests.conftest import REGPACK, REGPACK_PROBES
+from tests.fakes import FakeServer, Out, Seen
 
 TOKEN = "test-token-7f3a"
 ORIGIN = "http://localhost:5173"
@@ -147,9 +150,37 @@ def nested_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield base
 
 
+def _ollama_embeddings(seen: Seen, out: Out) -> None:
+    """Ollama's /api/embed with a small, distinct vector per text: enough to build an index."""
+    texts = seen.body["input"]
+    out.json({"embeddings": [[1.0 + len(t) % 7, 1.0 + sum(map(ord, t)) % 11, 1.0] for t in texts]})
+
+
 @pytest.fixture(scope="module")
-def urls(open_url: str, secured_url: str, broken_url: str) -> dict[str, str]:
-    return {"open": open_url, "secured": secured_url, "broken": broken_url}
+def embedder_down_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An index embedded by a remote model whose server is gone by the time questions come:
+    the query embedder cannot be reached, which is the server's problem, not the client's."""
+    model = FakeServer(_ollama_embeddings)
+    try:
+        index = tmp_path_factory.mktemp("embedder-down") / "idx"
+        options = EmbedderOptions(base_url=model.url)
+        ingest([REGPACK], index, dense=DenseSettings("ollama:m"), embedder_options=options)
+    finally:
+        model.close()
+    with live_server(Engine.open(index, options), ServeSettings(cache="off")) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def urls(
+    open_url: str, secured_url: str, broken_url: str, embedder_down_url: str
+) -> dict[str, str]:
+    return {
+        "open": open_url,
+        "secured": secured_url,
+        "broken": broken_url,
+        "embedder down": embedder_down_url,
+    }
 
 
 def post(base: str, path: str, body: Any, **kwargs: Any) -> httpx.Response:
@@ -226,22 +257,6 @@ def test_query_answers_with_citations_then_serves_the_cache(open_url: str) -> No
     assert hit["question"] == "when IS a   NEER\treport due?"
     # another k is another request
     assert post(open_url, "/query", {"question": NEER, "k": 3}).json()["cache"] == "miss"
-
-
-def test_cache_key_is_the_normalised_request_and_the_index_build() -> None:
-    base = QueryRequest(question="Which trees?", filters={"state": ["b", "a"], "area": "x"})
-    same = QueryRequest(question="  which   TREES? ", filters={"area": ["x"], "state": ["a", "b"]})
-    assert cache_key(base, "build-1") == cache_key(same, "build-1")
-    assert cache_key(base, "build-1") != cache_key(base, "build-2")
-    for change in (
-        {"k": 6},
-        {"generator": "other"},
-        {"auto_location": True},
-        {"scope": {"area": "x"}},
-        {"filters": {"state": "a"}},
-    ):
-        changed = base.model_copy(update=change)
-        assert cache_key(changed, "build-1") != cache_key(base, "build-1"), change
 
 
 def test_an_off_topic_question_is_refused_without_citations(open_url: str) -> None:
@@ -507,6 +522,8 @@ ERROR_CASES: dict[str, tuple[str, str, str, dict[str, Any], int, str, str]] = {
     "wrong method": ("open", "GET", "/query", {}, 405, "method_not_allowed", "allowed: POST"),
     "wrong method on a page": ("open", "DELETE", "/health", {}, 405, "method_not_allowed", "DELETE /health"),
     "an unexpected failure": ("broken", "POST", "/query", {"json": Q}, 500, "internal", "internal error"),
+    "an unreachable query embedder": ("embedder down", "POST", "/query", {"json": Q}, 503, "embedding", "cannot reach ollama"),
+    "an unreachable query embedder, streamed": ("embedder down", "POST", "/query/stream", {"json": Q}, 503, "embedding", "cannot reach ollama"),
 }
 # fmt: on
 
@@ -541,6 +558,8 @@ def test_every_failure_has_the_one_error_shape(
     assert TOKEN not in response.text
     if status == 401:
         assert response.headers["www-authenticate"] == "Bearer"
+    if status == 503:  # a backend that is down: the same request may succeed later
+        assert response.headers["retry-after"] == "5"
 
 
 def test_a_cached_question_still_needs_the_token(secured_url: str) -> None:
@@ -671,3 +690,11 @@ def test_a_running_server_picks_up_a_rebuilt_index(tmp_path: Path) -> None:
         assert first.build_id not in seen[1:] and len(seen) <= 2  # never back to the old one
         hits = post(base, "/query", {"question": "When does the ferry leave?"}).json()
         assert any(p["doc_id"] == "extra.md" for p in hits["passages"])
+
+
+def test_a_stream_cuts_after_a_grouped_citation_marker() -> None:
+    # `[1, 2]` is one marker, as the generators write it: the piece ends there, not at `[3]`.
+    from groundqa.serve.events import answer_pieces
+
+    text = "Bins go out by 8pm. [1, 2] Collection is weekly. [3]"
+    assert answer_pieces(text) == ["Bins go out by 8pm. [1, 2]", " Collection is weekly. [3]"]

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from groundqa.cache import MemoryCache, NoCache, RedisCache, make_cache, redact
 from groundqa.errors import UsageError
+from groundqa.serve.cache import MemoryCache, NoCache, RedisCache, make_cache, redact
 
 REDIS_SERVER = Path("/usr/bin/redis-server")
 
@@ -288,7 +288,7 @@ QUESTION = {"question": "When is a NEER report due?"}
 def test_api_answers_while_redis_is_down(engine: Any) -> None:
     import httpx
 
-    from groundqa.api import ServeSettings
+    from groundqa.serve import ServeSettings
     from tests.test_api import live_server
 
     dead = f"redis://127.0.0.1:{free_port()}/0"
@@ -306,7 +306,7 @@ def test_api_answers_while_redis_is_down(engine: Any) -> None:
 def test_two_servers_share_one_redis_cache(engine: Any, redis_server: RedisServer) -> None:
     import httpx
 
-    from groundqa.api import ServeSettings
+    from groundqa.serve import ServeSettings
     from tests.test_api import live_server
 
     settings = ServeSettings(cache=redis_server.url)

@@ -526,7 +526,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
 def client(engine: Engine) -> Iterator[Any]:
     from fastapi.testclient import TestClient
 
-    from groundqa.api import ServeSettings, create_app
+    from groundqa.serve import ServeSettings, create_app
 
     with TestClient(
         create_app(engine, ServeSettings(cache="off")), raise_server_exceptions=False

@@ -33,9 +33,9 @@ pytest.importorskip(
 
 import httpx
 
-from groundqa.api import DEFAULT_RATE_LIMIT, RATE_BURST, RateLimiter, default_rate_limit
 from groundqa.errors import UsageError
 from groundqa.ingestion import ingest
+from groundqa.serve import DEFAULT_RATE_LIMIT, RATE_BURST, RateLimiter, default_rate_limit
 from tests.conftest import REGPACK
 from tests.fakes import FakeServer, Out, Reply, Seen
 from tests.test_api import NEER, SERVE, _events, _free_port, _wait_for_health
@@ -380,8 +380,8 @@ def test_a_stopped_server_finishes_requests_in_progress(
 
 
 def test_serve_settings_refuse_bad_limits() -> None:
-    from groundqa.api import ServeSettings
     from groundqa.generate import GeneratorOptions
+    from groundqa.serve import ServeSettings
 
     bad: list[dict[str, Any]] = [
         {"rate_limit": -1},
@@ -423,7 +423,7 @@ def test_a_server_that_swapped_in_a_rebuilt_index_still_stops_at_once(tmp_path: 
 
 
 def test_the_server_caps_malloc_arenas_unless_told_otherwise() -> None:
-    code = "from groundqa.cli import _few_malloc_arenas as f; print(f())"
+    code = "from groundqa.serve.workers import few_malloc_arenas as f; print(f())"
     env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
     capped = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True

@@ -42,9 +42,9 @@ sync_api = pytest.importorskip(
 
 import uvicorn  # noqa: E402
 
-from groundqa.api import ServeSettings, create_app  # noqa: E402
 from groundqa.engine import Engine  # noqa: E402
 from groundqa.ingestion import ingest  # noqa: E402
+from groundqa.serve import ServeSettings, create_app  # noqa: E402
 
 expect = sync_api.expect
 

@@ -1,0 +1,61 @@
+"""The `groundqa` command: a thin shell over the library.
+
+Every command calls library functions and formats what they return; none holds
+pipeline logic. A `GroundqaError` becomes one line on stderr and its exit code
+(1 for a problem with the data or index, 2 for a usage mistake, 130 when
+interrupted); `--json` prints one JSON object on stdout.
+
+Exit codes: 0 success (an honest refusal is a success), 1 a data or index
+problem (and `validate` with a BLOCK finding), 2 a usage error, 130 interrupted.
+
+    corpus      validate, ingest, inspect
+    questions   ask, chat
+    measure     eval, calibrate
+    server      serve
+    common      the consoles, option parsers, shared options and progress bars
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from groundqa._version import __version__
+from groundqa.cli.common import err
+from groundqa.cli.corpus import ingest, inspect, validate
+from groundqa.cli.measure import calibrate, evaluate
+from groundqa.cli.questions import ask, chat
+from groundqa.cli.server import serve
+from groundqa.errors import GroundqaError, Interrupted
+
+__all__ = ["main"]
+
+
+class GroundqaGroup(click.Group):
+    """Turns our errors into one line and an exit code, and Ctrl-C into exit 130."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except GroundqaError as exc:
+            self._fail(exc)
+        except KeyboardInterrupt:
+            self._fail(Interrupted("interrupted"))
+
+    @staticmethod
+    def _fail(exc: GroundqaError) -> None:
+        err.print(f"[bold red]error:[/] {escape(exc.message)}")
+        sys.exit(exc.exit_code)
+
+
+@click.group(cls=GroundqaGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="groundqa")
+def main() -> None:
+    """Answer questions from a document corpus, and only from it, with citations."""
+
+
+for _command in (validate, ingest, inspect, ask, chat, evaluate, calibrate, serve):
+    main.add_command(_command)

@@ -1,0 +1,176 @@
+"""What the routes return: answers through the result cache, documents, chunks, probes.
+
+The cache key is the normalised request plus the index fingerprint, so a rebuilt
+index never serves an answer computed on the old one. A failed generation is
+never cached, and an error raises before anything is cached or streamed. No
+function here reads a file: documents and chunks come from the loaded index.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from groundqa.engine import Engine
+from groundqa.errors import ProbeError
+from groundqa.evaluate import Probe
+from groundqa.generate import GeneratorOptions
+from groundqa.models import CLOSEST_MATCHES, Answer, Chunk, Hit, uri_for
+from groundqa.serve.cache import Cache
+from groundqa.serve.events import answer_events, answer_pieces, sse
+from groundqa.serve.requests import QueryRequest
+
+
+def _normal_facets(facets: Mapping[str, Any]) -> dict[str, Any]:
+    def normal(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {mode: normal(v) for mode, v in value.items()}
+        return sorted([value] if isinstance(value, str) else value)
+
+    return {k: normal(v) for k, v in sorted(facets.items())}
+
+
+def cache_key(request: QueryRequest, fingerprint: str) -> str:
+    """Equal for requests that must get the same answer from the same index build."""
+    normal = {
+        "question": " ".join(request.question.split()).casefold(),
+        "k": request.k,
+        "retriever": request.retriever,
+        "generator": request.generator,
+        "filters": _normal_facets(request.filters),
+        "scope": _normal_facets(request.scope),
+        "auto_location": request.auto_location,
+        "as_of": (request.as_of or dt.date.today()).isoformat(),
+        "index": fingerprint,
+    }
+    text = json.dumps(normal, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _ask_args(request: QueryRequest, options: GeneratorOptions) -> dict[str, Any]:
+    return {
+        "k": request.k,
+        "filters": request.filters,
+        "scope": request.scope,
+        "auto_scope": request.auto_location,
+        "retriever": request.retriever,
+        "generator": request.generator,
+        "options": options,
+        "temperature": request.temperature,
+        "max_tokens": request.max_tokens,
+        "as_of": request.as_of,
+    }
+
+
+def _explained(request: QueryRequest, result: dict[str, Any]) -> dict[str, Any]:
+    """The result with `closest_matches` when a refusal was asked to explain itself."""
+    if not (request.explain and result.get("refused")):
+        return result
+    closest = [
+        {k: p.get(k) for k in ("title", "section", "section_id", "page", "uri", "score")}
+        for p in result.get("passages", [])[:CLOSEST_MATCHES]
+    ]
+    return {**result, "closest_matches": closest}
+
+
+def _finish(cache: Cache, key: str, ttl: int, result: dict[str, Any]) -> dict[str, Any]:
+    """Cache a finished answer (never a failed generation) and say whether the cache is on."""
+    if not result.get("error"):
+        cache.set(key, result, ttl)
+    return {**result, "cache": "off" if cache.backend == "off" else "miss"}
+
+
+def _cached(cache: Cache, key: str, request: QueryRequest) -> dict[str, Any] | None:
+    cached = cache.get(key)
+    if cached is None:
+        return None
+    # The key folds case and spacing; the answer echoes the question as this asker wrote it.
+    return {**cached, "question": request.question, "cache": "hit"}
+
+
+def answer(
+    engine: Engine, cache: Cache, ttl: int, request: QueryRequest, options: GeneratorOptions
+) -> dict[str, Any]:
+    """The Answer as a dict plus `cache`: hit, miss, or off. Errors raise and are never cached."""
+    key = cache_key(request, engine.fingerprint)
+    cached = _cached(cache, key, request)
+    if cached is not None:
+        return _explained(request, cached)
+    result = engine.ask(request.question, **_ask_args(request, options)).to_dict()
+    return _explained(request, _finish(cache, key, ttl, result))
+
+
+def stream_events(
+    engine: Engine, cache: Cache, ttl: int, request: QueryRequest, options: GeneratorOptions
+) -> Iterator[str]:
+    """SSE for one question: `passages`, `answer` text pieces as the generator makes them,
+    then `done` with the whole answer. A usage error raises before the first event is
+    produced, so the caller can still answer with the error shape."""
+    key = cache_key(request, engine.fingerprint)
+    cached = _cached(cache, key, request)
+    if cached is not None:
+        done = _explained(request, cached)
+        return answer_events(cached["passages"], answer_pieces(cached["answer"]), lambda: done)
+    events = engine.ask_stream(request.question, **_ask_args(request, options))
+    hits = next(events)  # validation, generator lookup and retrieval happen here
+    assert isinstance(hits, list)
+
+    def generate() -> Iterator[str]:
+        yield sse("passages", [h.to_dict() for h in hits])
+        for event in events:
+            if isinstance(event, str):
+                yield sse("answer", {"text": event})
+            elif isinstance(event, Answer):
+                yield sse("done", _explained(request, _finish(cache, key, ttl, event.to_dict())))
+
+    return generate()
+
+
+# ---------------------------------------------------------------- documents and chunks
+
+
+def document_view(chunks: Sequence[Chunk]) -> dict[str, Any]:
+    """A document as the index holds it: its sections in reading order, each with its chunks."""
+    first = chunks[0]
+    sections: dict[str, dict[str, Any]] = {}
+    for c in chunks:
+        section = sections.get(c.section_id)
+        if section is None:
+            section = sections[c.section_id] = {
+                "section_id": c.section_id,
+                "section": c.breadcrumb,
+                "page": c.page,
+                "uri": c.uri,
+                "chunks": [],
+            }
+        section["chunks"].append(
+            {"chunk_id": c.chunk_id, "part": c.part, "parts": c.parts, "text": c.text}
+        )
+    return {
+        "doc_id": first.doc_id,
+        "title": first.title,
+        "uri": uri_for(first.source, None),
+        "metadata": dict(first.metadata),
+        "sections": list(sections.values()),
+    }
+
+
+def chunk_view(chunk: Chunk) -> dict[str, Any]:
+    """A chunk as a passage is shown, without what only a ranking has (score, rank, retriever)."""
+    data = Hit(chunk, 0.0, 0).to_dict()
+    for key in ("score", "rank", "retriever"):
+        del data[key]
+    return data
+
+
+def parse_probes(raw: Sequence[dict[str, Any]]) -> list[Probe]:
+    probes: list[Probe] = []
+    for i, item in enumerate(raw):
+        try:
+            probes.append(Probe.from_dict(item, default_id=f"probe{i}"))
+        except ValueError as exc:
+            raise ProbeError(f"probes[{i}]: {exc}; fix or remove that probe") from None
+    return probes

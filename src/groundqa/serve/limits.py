@@ -1,0 +1,339 @@
+"""What a server takes on, decided on the raw request before any route reads it.
+
+Two pure ASGI middlewares. `RequestGuard` refuses a request without the bearer
+token when one is set (compared in constant time, never logged), and a body
+over the size limit (by Content-Length before reading a byte, or as soon as a
+chunked body grows past it). `ServiceLimits`, outside it, decides how much one
+server process takes on: a request over its client's rate gets 429, one that
+finds every slot and the whole queue taken gets 503 at once, and one not
+finished in time gets 504 (see `ServiceLimits` for why its work still runs to
+the end). The page, the spec and /health are never rate limited, queued or
+guarded, so a busy server still says how it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import math
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+
+from fastapi.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from groundqa.serve.errors import RETRY_AFTER_S, error_body, error_response
+from groundqa.serve.events import sse
+from groundqa.serve.page import WEB_FILES
+
+# Paths that hold no corpus data (or only the index summary) and so never need the token.
+PUBLIC_PATHS = frozenset({*WEB_FILES, "/health", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
+# Off unless the server has a token: one request runs a whole probe set (real CPU time).
+TOKEN_ONLY_PATHS = frozenset({"/eval"})
+# Threads beyond --max-inflight, so /health and the page always find one however busy it is.
+THREAD_HEADROOM = 8
+
+
+# ---------------------------------------------------------------- the request guard
+
+
+class RequestGuard:
+    """Who may ask, and how much: checked on the raw request, before any route reads it.
+
+    A pure ASGI middleware rather than a route dependency, because FastAPI parses
+    the body before it runs dependencies: an unauthenticated or oversized request
+    must be turned away before its body is read or parsed at all.
+    """
+
+    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
+        self.app = app
+        self._token = token.encode("utf-8") if token is not None else None
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        refused = self._refuse(scope["path"], headers.get(b"authorization"))
+        if refused is None:
+            refused = self._too_large_declared(headers.get(b"content-length"))
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client left before sending its body; there is no one to answer
+            body += message.get("body", b"")
+            if len(body) > self.max_body_bytes:
+                await self._too_large()(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay(body, receive), send)
+
+    def _refuse(self, path: str, authorization: bytes | None) -> Response | None:
+        if path in PUBLIC_PATHS:
+            return None
+        if self._token is None:
+            if path in TOKEN_ONLY_PATHS:
+                return error_response(
+                    403,
+                    f"{path} is disabled on this server; start `groundqa serve` with --token to enable it",
+                )
+            return None
+        challenge = {"WWW-Authenticate": "Bearer"}
+        if authorization is None:
+            return error_response(
+                401,
+                "this server needs a token: send the header Authorization: Bearer <token>",
+                headers=challenge,
+            )
+        scheme, _, credentials = authorization.partition(b" ")
+        if scheme.lower() != b"bearer" or not hmac.compare_digest(credentials.strip(), self._token):
+            return error_response(
+                401, "the bearer token is not valid for this server", headers=challenge
+            )
+        return None
+
+    def _too_large_declared(self, content_length: bytes | None) -> Response | None:
+        try:
+            declared = int(content_length) if content_length is not None else 0
+        except ValueError:
+            return error_response(400, "the Content-Length header is not a number")
+        return self._too_large(declared) if declared > self.max_body_bytes else None
+
+    def _too_large(self, declared: int | None = None) -> Response:
+        size = f"is {declared} bytes" if declared is not None else "grew past the limit"
+        limit = self.max_body_bytes
+        return error_response(413, f"the request body {size}; the limit is {limit} bytes")
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives the buffered body once, then waits on the client (for disconnects)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+# ---------------------------------------------------------------- service limits
+
+
+class RateLimiter:
+    """A token bucket per client: `per_minute` requests a minute, up to `burst` at once.
+
+    The table stays bounded however many clients come: a bucket idle long enough to
+    be full again is the same as no bucket, so it is dropped; past `max_clients` the
+    longest-idle one goes anyway (that client starts again with a full burst, which
+    errs on the side of serving). Used from the event loop only, so it takes no lock.
+    """
+
+    def __init__(
+        self,
+        per_minute: int,
+        burst: int,
+        *,
+        max_clients: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if per_minute < 1 or burst < 1 or max_clients < 1:
+            raise ValueError("the rate, the burst and the table size must be at least 1")
+        self.per_minute = per_minute
+        self.burst = float(burst)
+        self.max_clients = max_clients
+        self._per_s = per_minute / 60.0
+        self._clock = clock
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()  # tokens, when
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def take(self, client: str) -> float:
+        """0 when `client` may go ahead now (spending one request), else seconds until it may."""
+        now = self._clock()
+        tokens, then = self._buckets.pop(client, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - then) * self._per_s)
+        wait = 0.0
+        if tokens >= 1:
+            tokens -= 1
+        else:
+            wait = (1 - tokens) / self._per_s
+        self._buckets[client] = (tokens, now)  # last: the table runs from longest idle
+        while len(self._buckets) > 1:
+            oldest, (left, at) = next(iter(self._buckets.items()))
+            full = left + (now - at) * self._per_s >= self.burst
+            if not full and len(self._buckets) <= self.max_clients:
+                break
+            del self._buckets[oldest]
+        return wait
+
+
+class Slots:
+    """At most `size` requests worked on at once and `queue` more waiting, first come first
+    served. A finishing request hands its slot straight to the next in line."""
+
+    def __init__(self, size: int, queue: int) -> None:
+        self.size = size
+        self.queue = queue
+        self.busy = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiting)
+
+    def full(self) -> bool:
+        """Whether a request arriving now could neither start nor wait."""
+        return self.busy >= self.size and len(self._waiting) >= self.queue
+
+    async def acquire(self) -> None:
+        if self.busy < self.size and not self._waiting:
+            self.busy += 1
+            return
+        turn = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            await turn
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self.release()  # handed a slot just as it gave up waiting: pass it on
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiting.remove(turn)
+            raise
+
+    def release(self) -> None:
+        while self._waiting:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self.busy -= 1
+
+
+class ServiceLimits:
+    """How much one server process takes on: each client's rate, how many requests at
+    once and waiting, and how long each may take.
+
+    A pure ASGI middleware outside the request guard, so a request turned away here
+    costs no body read, no parsing and no thread. Routes run in worker threads and
+    Python cannot stop a thread, so a request past its time gets its 504 (or a
+    started stream its `error` event and its end) while its work runs on with
+    nothing more sent, holding its slot until it ends: the slots bound the threads
+    really busy, and the generator's own timeout bounds how long that lasts.
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, rate: RateLimiter | None, slots: Slots, timeout_s: float
+    ) -> None:
+        self.app = app
+        self.rate = rate
+        self.slots = slots
+        self.timeout_s = timeout_s
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
+        if scope["path"] in PUBLIC_PATHS:
+            await self._in_time(scope, receive, send, deadline)
+            return
+        refused = self._refuse(scope)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self.slots.acquire()
+        except TimeoutError:
+            await self._late()(scope, receive, send)
+            return
+        try:
+            await self._in_time(scope, receive, send, deadline)
+        finally:
+            self.slots.release()
+
+    def _refuse(self, scope: Scope) -> Response | None:
+        if self.rate is not None:
+            # The connection's own address: X-Forwarded-For counts only from a proxy
+            # the server was told to trust, which rewrites `client` before this runs.
+            client = scope.get("client")
+            wait = self.rate.take(client[0] if client else "")
+            if wait > 0:
+                seconds = max(1, math.ceil(wait))
+                return error_response(
+                    429,
+                    f"too many requests: this server takes {self.rate.per_minute} a minute "
+                    f"from each client; retry after {seconds} s",
+                    code="rate_limited",
+                    headers={"Retry-After": str(seconds)},
+                )
+        if self.slots.full():
+            return error_response(
+                503,
+                f"the server is busy ({self.slots.busy} requests in progress, "
+                f"{self.slots.waiting} waiting); retry after {RETRY_AFTER_S} s",
+                code="overloaded",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
+        return None
+
+    def _late(self) -> Response:
+        return error_response(504, self._late_message())
+
+    def _late_message(self) -> str:
+        return (
+            f"the request took longer than this server's {self.timeout_s:g} s limit; "
+            "try again later, or with a faster generator"
+        )
+
+    async def _in_time(self, scope: Scope, receive: Receive, send: Send, deadline: float) -> None:
+        started = finished = late = stream = False
+        sending = asyncio.Lock()
+
+        async def send_in_time(message: Message) -> None:
+            nonlocal started, finished, stream
+            async with sending:
+                if late:
+                    return  # the client has its answer already
+                if message["type"] == "http.response.start":
+                    started = True
+                    stream = any(
+                        k.lower() == b"content-type" and v.startswith(b"text/event-stream")
+                        for k, v in message.get("headers", ())
+                    )
+                elif message["type"] == "http.response.body" and not message.get("more_body"):
+                    finished = True
+                await send(message)
+
+        async def receive_in_time() -> Message:
+            return {"type": "http.disconnect"} if late else await receive()
+
+        work = asyncio.ensure_future(self.app(scope, receive_in_time, send_in_time))
+        try:
+            timeout = max(0.0, deadline - asyncio.get_running_loop().time())
+            done, _ = await asyncio.wait({work}, timeout=timeout)
+            if not done:
+                async with sending:
+                    late = True
+                    if not started:
+                        await self._late()(scope, receive, send)
+                    elif not finished:
+                        # A stream cannot change its status: say why it ends, then end it.
+                        tail = sse("error", error_body(504, self._late_message())) if stream else ""
+                        await send({"type": "http.response.body", "body": tail.encode()})
+            await work
+        finally:
+            work.cancel()  # only still running if this request was cancelled (a forced stop)

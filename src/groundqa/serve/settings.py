@@ -1,0 +1,89 @@
+"""How `groundqa serve` runs: who may ask, how much, and where answers are cached.
+
+`ServeSettings` is checked once, when it is made, so a server never starts with
+a limit it cannot keep (an empty token, a generator timeout longer than the
+request timeout). It holds settings only; `limits` and `api` act on them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+from groundqa.errors import UsageError
+from groundqa.generate import GeneratorOptions
+
+# Requests per minute per client when serving on a host other machines can reach.
+DEFAULT_RATE_LIMIT = 120
+# The most requests a client may send at once before its rate applies (a page load, a
+# retry); `serve --help` says so.
+RATE_BURST = 10
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """How `groundqa serve` runs: who may ask, how much, and where answers are cached."""
+
+    token: str | None = None
+    cache: str = "memory"  # "memory", "off", or a redis:// URL
+    cache_ttl: int = 3600
+    cors_origins: tuple[str, ...] = ()
+    max_body_bytes: int = 65_536
+    max_probes: int = 500
+    generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
+    # How often (seconds) a request may check whether the index has a new current build.
+    reload_s: float = 2.0
+    # Requests per minute per client address, up to RATE_BURST at once; 0 is no limit.
+    rate_limit: int = 0
+    # Requests worked on at once, and how many more may wait for one of them to finish.
+    max_inflight: int = 8
+    queue: int = 32
+    # Seconds a request may take, its wait in the queue included.
+    request_timeout_s: float = 60.0
+    # Seconds a stopping server gives requests in progress before it cuts them off.
+    shutdown_timeout_s: int = 30
+
+    def __post_init__(self) -> None:
+        if self.token is not None and not self.token.strip():
+            raise UsageError("--token must not be empty; omit it to serve without a token")
+        if self.cache_ttl < 1:
+            raise UsageError(f"--cache-ttl must be at least 1 second, got {self.cache_ttl}")
+        if self.max_body_bytes < 1024:
+            raise UsageError(
+                f"the body limit must be at least 1024 bytes, got {self.max_body_bytes}"
+            )
+        if self.max_probes < 1:
+            raise UsageError(f"the probe limit must be at least 1, got {self.max_probes}")
+        if self.rate_limit < 0:
+            raise UsageError(
+                f"--rate-limit must be requests per minute, or 0 for none, got {self.rate_limit}"
+            )
+        if not 1 <= self.max_inflight <= 1024:
+            raise UsageError(f"--max-inflight must be from 1 to 1024, got {self.max_inflight}")
+        if self.queue < 0:
+            raise UsageError(f"--queue must be 0 or more, got {self.queue}")
+        if not self.request_timeout_s > 0:
+            raise UsageError(
+                f"--request-timeout must be more than 0 seconds, got {self.request_timeout_s:g}"
+            )
+        if self.generator_options.timeout_s > self.request_timeout_s:
+            raise UsageError(
+                f"--timeout ({self.generator_options.timeout_s:g} s) must not be longer than "
+                f"--request-timeout ({self.request_timeout_s:g} s): the request would end first"
+            )
+        if self.shutdown_timeout_s < 0:
+            raise UsageError(
+                f"--shutdown-timeout must be 0 seconds or more, got {self.shutdown_timeout_s}"
+            )
+
+
+def default_rate_limit(host: str) -> int:
+    """The rate limit when none is given: none on a loopback host, whose only clients
+    are this machine's, else DEFAULT_RATE_LIMIT requests per minute per client."""
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return 0
+    try:
+        return 0 if ipaddress.ip_address(name).is_loopback else DEFAULT_RATE_LIMIT
+    except ValueError:
+        return DEFAULT_RATE_LIMIT
