@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
@@ -30,9 +31,10 @@ from groundqa.calibration import Logistic, probe_fingerprint
 from groundqa.cli import main
 from groundqa.engine import Engine
 from groundqa.errors import CalibrationError
-from groundqa.evaluate import load_probes
+from groundqa.evaluate import Probe, load_probes
+from groundqa.evaluate.calibrate import ProbeFeatures, fit_report, probe_features
 from groundqa.gate import DEFAULT_GATE, DENSE_FEATURES, LEXICAL_FEATURES
-from groundqa.index.store import MANIFEST, current_build, read_manifest, update_gate
+from groundqa.index.manifest import MANIFEST, current_build, read_manifest, update_gate
 from groundqa.ingestion import ingest
 from tests.conftest import REGPACK, REGPACK_PROBES, ROOT, write_small_corpus
 
@@ -437,7 +439,7 @@ def test_a_changed_corpus_drops_the_calibration_and_says_so(tmp_path: Path) -> N
     report = ingest([corpus], index, dense=None)
     assert report.changed and report.gate_note == DROPPED
     assert report.message.endswith(f"; {DROPPED}")
-    assert read_manifest(current_build(index)).gate == DEFAULT_GATE.to_dict()
+    assert read_manifest(current_build(index)).gate == {}  # no calibration: the default applies
     assert Engine.open(index).gate is DEFAULT_GATE
     # and the calibration made for the old build cannot be put back on the new one
     again = cli("calibrate", "--index", index, "--apply", export)
@@ -512,7 +514,71 @@ def test_eval_notes_when_the_gate_was_calibrated_on_the_same_probes(
     subset = _probe_file(tmp_path / "p.jsonl", {"answerable": 10, "out_of_scope": 5})
     other = cli("eval", "--index", calibrated.index, "--probes", subset)
     assert other.exit_code == 0, other.output
-    assert "note: the gate was calibrated" not in other.stdout
+    assert "note: the gate was calibrated on these probes" not in other.stdout
+
+
+def test_eval_says_when_the_gate_was_calibrated_with_another_plan(
+    calibrated: Calibrated,
+) -> None:
+    plan = Engine.open(calibrated.index).default_retriever  # what `calibrate` fitted for
+    assert plan != "bm25"
+    args = ("eval", "--index", calibrated.index, "--probes", REGPACK_PROBES, "--k", "1,3")
+    result = cli(*args, "--retrievers", f"bm25,{plan}", "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["default_retriever"] == plan and data["gate_calibrated_for"] == plan
+    off_plan = [n for n in data["notes"] if n.startswith("the gate was calibrated with")]
+    assert off_plan == [
+        f"the gate was calibrated with the {plan} retriever; the refusals of bm25 come "
+        "from that gate as it is, on scores it was not fitted to"
+    ]
+    alone = cli(*args, "--retrievers", plan)
+    assert alone.exit_code == 0, alone.output
+    assert "calibrated with the" not in alone.stdout
+
+
+def test_calibrate_screens_each_probe_within_its_scope(pristine: Path) -> None:
+    # As `eval` asks a scoped probe: the features are those `ask` gives the gate in scope.
+    engine = Engine.open(pristine)
+    probes = load_probes(ROOT / "examples" / "regpack.scoped.probes.jsonl")[:8]
+    assert all(p.scope for p in probes)
+    data = probe_features(engine, probes)
+    moved = 0
+    for row, probe in zip(data.x, probes, strict=True):
+        got = dict(zip(data.names, row.tolist(), strict=True))
+        scoped = engine.ask(probe.question, scope=probe.scope).gate.features
+        assert got == {n: scoped.get(n, 0.0) for n in data.names}, probe.id
+        unscoped = engine.ask(probe.question).gate.features
+        moved += got != {n: unscoped.get(n, 0.0) for n in data.names}
+    assert moved >= 3  # the scope does change what the gate sees
+
+
+def test_calibration_never_splits_a_paraphrase_group() -> None:
+    # Twenty questions asked twice, with labels the features do not carry: judged by a model
+    # that saw the twin, noise would look like signal (AUC near 0.86 with the twins split).
+    rng = np.random.default_rng(0)
+    labels = np.asarray([1.0] * 12 + [0.0] * 8)
+    rng.shuffle(labels)
+    x = np.repeat(rng.normal(size=(20, 12)), 2, axis=0)
+    y = np.repeat(labels, 2)
+    names = tuple(f"f{i}" for i in range(12))
+
+    def features(grouped: bool) -> ProbeFeatures:
+        probes = tuple(
+            Probe(
+                f"p{i}",
+                f"Question {i}?",
+                kind="answerable" if y[i] else "near_miss",
+                group=f"q{i // 2}" if grouped else None,
+            )
+            for i in range(40)
+        )
+        none = np.zeros(40, dtype=bool)
+        return ProbeFeatures(probes, names, x, y, none, none)
+
+    grouped = fit_report(features(grouped=True)).results["calibrated"]["auc"]
+    split = fit_report(features(grouped=False)).results["calibrated"]["auc"]
+    assert grouped < 0.65 and split > 0.8
 
 
 def test_calibration_with_vectors_uses_the_dense_features(
@@ -550,7 +616,7 @@ def live_server(engine: Engine) -> Iterator[str]:
     pytest.importorskip("uvicorn", reason="the API tests need the serve extra")
     import uvicorn
 
-    from groundqa.api import ServeSettings, create_app
+    from groundqa.serve import ServeSettings, create_app
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))

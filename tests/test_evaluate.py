@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from groundqa.cli import main
 from groundqa.engine import Engine
 from groundqa.errors import ProbeError
-from groundqa.evaluate import evaluate_probes, load_probes
+from groundqa.evaluate import EvalReport, evaluate_probes, load_probes, report_notes
 from groundqa.evaluate.beir import (
     evaluate_beir,
     load_beir_set,
@@ -81,7 +84,37 @@ def test_harness_scores_ranks_refusals_and_answers(engine: Engine, tmp_path: Pat
     assert report.to_dict()["results"][0]["id"] == "a1"
 
 
-def test_expected_ids_missing_from_the_index_are_listed(engine: Engine, tmp_path: Path) -> None:
+def test_expected_ids_missing_from_the_index_score_as_misses(
+    engine: Engine, tmp_path: Path
+) -> None:
+    typo = {**PROBES[0], "id": "typo", "expected": ["alderby.md#Getting There"]}
+    half = {**PROBES[2], "id": "half", "expected": ["bramblecote.md#What to see", "nowhere.md#X"]}
+    path = _write(tmp_path / "p.jsonl", [PROBES[0], typo, half])
+    report = evaluate_probes(engine, load_probes(path), ks=(1, 3))
+    assert report.missing_expected == ("alderby.md#Getting There", "nowhere.md#X")
+    assert report.to_dict()["missing_expected"] == list(report.missing_expected)
+    ranks = {r.probe.id: r.rank for r in report.results}
+    assert ranks == {"a1": 1, "typo": None, "half": 1}
+    # a1 finds its one section, typo none, half one of two: (1 + 0 + 0.5) / 3
+    assert report.metrics["recall@3"] == 0.5
+    assert report_notes([report]) == [
+        "2 expected section id(s) are not in the index, so the probes naming them score as "
+        "misses: 'alderby.md#Getting There', 'nowhere.md#X'; check the ids against "
+        "`groundqa inspect --sections`"
+    ]
+    run = CliRunner().invoke(
+        main, ["eval", "--index", str(tmp_path / "idx"), "--probes", str(path), "--json"]
+    )
+    assert run.exit_code == 0, run.output
+    data = json.loads(run.stdout)
+    assert data["missing_expected"] == ["alderby.md#Getting There", "nowhere.md#X"]
+    assert data["default_retriever"] == engine.default_retriever
+    assert set(data["metrics"]) == set(engine.compared_retrievers)
+
+
+def test_a_probe_file_that_names_no_section_of_the_index_is_refused(
+    engine: Engine, tmp_path: Path
+) -> None:
     probes = load_probes(
         _write(
             tmp_path / "p.jsonl",
@@ -93,9 +126,64 @@ def test_expected_ids_missing_from_the_index_are_listed(engine: Engine, tmp_path
     )
     with pytest.raises(
         ProbeError,
-        match=r"2 expected section id\(s\) are not in the index: 'alderby.md#Getting There', 'nowhere.md#X'",
+        match=r"none of the 2 expected section id\(s\) is in the index: "
+        r"'alderby.md#Getting There', 'nowhere.md#X'",
     ):
         evaluate_probes(engine, probes)
+
+
+def test_a_report_knows_when_its_gate_was_fitted_for_another_plan() -> None:
+    report = EvalReport("bm25+defs+acr", {}, gate_calibrated_for="bm25+acr+defs")
+    assert not report.gate_off_plan  # one plan, options in another order
+    assert dataclasses.replace(report, retriever="bm25").gate_off_plan
+    assert dataclasses.replace(report, retriever="hybrid+weighted=0.3/0.7").gate_off_plan
+    assert not dataclasses.replace(report, gate_calibrated_for=None).gate_off_plan
+
+
+def test_grounded_means_a_cited_expected_section_holds_the_fact(
+    engine: Engine, tmp_path: Path
+) -> None:
+    # The right answer, quoted from the right passage, but the probe expects another
+    # section: the answer contains the fact, yet no cited expected section holds it.
+    elsewhere = {**PROBES[2], "id": "elsewhere", "expected": ["alderby.md#Getting there"]}
+    unchecked = {k: v for k, v in PROBES[2].items() if k != "expected"} | {"id": "no-expected"}
+    path = _write(tmp_path / "p.jsonl", [PROBES[2], elsewhere, unchecked])
+    report = evaluate_probes(engine, load_probes(path), ks=(1,))
+    got = {r.probe.id: (r.contains, r.grounded, r.cited_right) for r in report.results}
+    assert got == {
+        "a3": (True, True, True),
+        "elsewhere": (True, False, False),
+        "no-expected": (True, None, None),
+    }
+    assert report.metrics["answer_contains"] == 1.0
+    assert report.metrics["answer_grounded"] == 0.5  # over the two probes that name a section
+
+
+def test_an_obliqa_heading_passage_keeps_its_id_and_is_found(tmp_path: Path) -> None:
+    # A qrel may name a passage that is only a heading: `7:2.1` here, whose children
+    # carry the clauses. It stays a section of its own, so eval can score it.
+    passages = [
+        ("1.", "INTRODUCTION"),
+        ("1.1", "Every licensed firm must keep its records for six years."),
+        ("2.", "SUPERVISION"),
+        ("2.1", "Remuneration committees"),
+        ("2.1.1", "A firm must appoint a committee that sets the pay of its senior staff."),
+        ("2.1.2", "The committee must meet at least twice a year."),
+    ]
+    rows = [
+        {"ID": str(n), "DocumentID": 7, "PassageID": pid, "Passage": text}
+        for n, (pid, text) in enumerate(passages)
+    ]
+    (tmp_path / "7.json").write_text(json.dumps(rows), encoding="utf-8")
+    ingest([tmp_path / "7.json"], tmp_path / "idx", fmt="obliqa", dense=None)
+    engine = Engine.open(tmp_path / "idx")
+    probes = [
+        {"id": "heading", "question": "Remuneration committees", "expected": ["7:2.1"]},
+        {"id": "clause", "question": "How long are records kept?", "expected": ["7:1.1"]},
+    ]
+    report = evaluate_probes(engine, load_probes(_write(tmp_path / "p.jsonl", probes)), ks=(3,))
+    assert report.missing_expected == ()
+    assert {r.probe.id: r.rank for r in report.results} == {"heading": 1, "clause": 1}
 
 
 @pytest.mark.parametrize(
@@ -153,12 +241,15 @@ def test_beir_evaluation_and_trec_run(tmp_path: Path) -> None:
     run_file = tmp_path / "run.trec"
     result = evaluate_beir(folder, index_dir=tmp_path / "idx", run_file=run_file)
     assert result["queries"] == 2 and not result["index_reused"]
-    m = result["retrievers"]["bm25"]
+    # `metrics`, as `eval --probes` has it; `retrievers` is its old name, kept for a release
+    assert result["metrics"] is result["retrievers"]
+    assert result["default_retriever"] == Engine.open(tmp_path / "idx").default_retriever
+    m = result["metrics"]["bm25"]
     assert m["recall@100"] == 1.0 and m["mrr@10"] == 1.0
     lines = run_file.read_text().splitlines()
     assert lines[0].split()[:4] == ["q1", "Q0", "d1", "1"]
     again = evaluate_beir(folder, index_dir=tmp_path / "idx")
-    assert again["index_reused"] and again["retrievers"] == result["retrievers"]
+    assert again["index_reused"] and again["metrics"] == result["metrics"]
 
 
 def test_beir_scores_match_trec_eval(tmp_path: Path) -> None:

@@ -435,8 +435,10 @@ def test_obliqa_ids_hierarchy_and_gold_coverage() -> None:
     assert clause.path == ("1. INTRODUCTION", "1.2 Application", "1.2.1.(1)")
     assert clause.metadata == {"clause": "1.2.1.(1)"}
     assert sections["1:1.2.1.Guidance.1."].path[-2:] == ("1.2 Application", "1.2.1.Guidance.1.")
-    # Headings and empty structural passages are breadcrumbs, not sections.
-    assert "1:1.2" not in sections and "1:1." not in sections and "1:1.2.1" not in sections
+    # Headings label their children and keep their own id; empty passages are only breadcrumbs.
+    assert sections["1:1.2"].text == "Application" and sections["1:1."].text == "INTRODUCTION"
+    assert sections["1:1.2"].path == ("1. INTRODUCTION", "1.2 Application")
+    assert "1:1.2.1" not in sections
     doc = by_id(result)["1"]
     assert doc.title == "Document 1" and doc.format == "obliqa"
 
@@ -469,6 +471,7 @@ def test_obliqa_file_headings_duplicates_and_order(tmp_path: Path) -> None:
     (doc,) = load([path]).documents
     assert doc.doc_id == "9" and doc.source == path.resolve().as_posix()
     assert [s.section_id for s in doc.sections] == [
+        "9:1.1",  # a heading with nothing else under its id: a section of just the heading
         "9:1.1.1.(1)",
         "9:1.1.1.Guidance.1.",
         "9:1.2",  # it has children but it is a clause, not a heading
@@ -476,13 +479,15 @@ def test_obliqa_file_headings_duplicates_and_order(tmp_path: Path) -> None:
         "9:2.",
         "9:1.",  # placed where its text is, labelled with the chapter heading
     ]
-    first = doc.sections[0]
+    heading, first = doc.sections[:2]
+    assert (heading.text, heading.path) == ("Scope", ("1. INTRODUCTION", "1.1 Scope"))
     assert (
         first.text == "This Rulebook applies to every firm.\n\nA second passage of the same clause."
     )
     assert first.path == ("1. INTRODUCTION", "1.1 Scope", "1.1.1.(1)")
-    assert doc.sections[3].path == ("1. INTRODUCTION", "1.2.(a)")
+    assert doc.sections[4].path == ("1. INTRODUCTION", "1.2.(a)")
     assert doc.sections[-1].path == ("1. INTRODUCTION",)
+    assert doc.sections[-1].text == "Out-of-place text that shares the id of chapter 1."
 
 
 def test_obliqa_malformed_files_are_blocks(tmp_path: Path) -> None:

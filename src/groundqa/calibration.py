@@ -8,7 +8,10 @@ probabilities, never from the probabilities of the questions a model was
 fitted to.
 
 Everything here is pure numpy and deterministic: folds are stratified and
-assigned by a fixed shuffle, so the same probes give the same figures.
+assigned by a fixed shuffle, so the same probes give the same figures. Paraphrases
+of one question (a probe `group`) always share a fold: a model that saw one
+phrasing would otherwise judge the others nearly in-sample, and the cross-validated
+figures would flatter it.
 """
 
 from __future__ import annotations
@@ -144,40 +147,101 @@ def threshold_for(positives: Array, target: float) -> float:
     return float(ordered[min(allowed, ordered.size - 1)])
 
 
-def stratified_folds(y: Array, k: int, seed: int = 0) -> list[npt.NDArray[np.intp]]:
-    """k index sets, each with about the same share of each label, fixed by `seed`."""
+def group_codes(groups: Sequence[str | None]) -> npt.NDArray[np.intp]:
+    """One integer per row naming its group; a row without a group is a group of its own."""
+    codes: dict[str, int] = {}
+    out = np.empty(len(groups), dtype=np.intp)
+    for row, name in enumerate(groups):
+        key = f"row:{row}" if name is None else f"group:{name}"
+        out[row] = codes.setdefault(key, len(codes))
+    return out
+
+
+def _members(y: Array, groups: npt.NDArray[np.intp] | None) -> list[npt.NDArray[np.intp]]:
+    """The rows of each group, groups in order of first appearance (no groups: one row each)."""
+    if groups is None:
+        return [np.asarray([row], dtype=np.intp) for row in range(len(y))]
+    if len(groups) != len(y):
+        raise ValueError(f"{len(groups)} group codes for {len(y)} rows")
+    _, first, inverse = np.unique(groups, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    return [np.flatnonzero(inverse == g) for g in order]
+
+
+def _majority(y: Array, rows: npt.NDArray[np.intp]) -> float:
+    """The label a group is balanced as: its majority label (a tie counts as answerable)."""
+    return 1.0 if float(y[rows].mean()) >= 0.5 else 0.0
+
+
+def stratified_folds(
+    y: Array, k: int, seed: int = 0, groups: npt.NDArray[np.intp] | None = None
+) -> list[npt.NDArray[np.intp]]:
+    """k index sets, each with about the same share of each label, fixed by `seed`.
+
+    The rows of one group (`group_codes`) always land in the same set. Per label,
+    the groups are shuffled, then placed largest first, each in the set that holds
+    the fewest rows of that label so far (the first such set on a tie). Without
+    groups, or with one row per group, that is a round robin over the shuffled rows.
+    """
     rng = np.random.default_rng(seed)
+    members = _members(y, groups)
     folds: list[list[int]] = [[] for _ in range(k)]
+    held = np.zeros((k, 2), dtype=np.intp)  # rows of label 0 and of label 1 in each set
     for label in (0.0, 1.0):
-        rows = np.flatnonzero(y == label)
-        rng.shuffle(rows)
-        for i, row in enumerate(rows):
-            folds[i % k].append(int(row))
+        mine = [rows for rows in members if _majority(y, rows) == label]
+        shuffled = np.arange(len(mine))
+        rng.shuffle(shuffled)
+        # Stable: groups of one size keep their shuffled order.
+        for g in sorted(shuffled.tolist(), key=lambda g: -len(mine[g])):
+            rows = mine[g]
+            target = int(np.argmin(held[:, int(label)]))
+            folds[target].extend(int(r) for r in rows)
+            held[target, 1] += int((y[rows] == 1).sum())
+            held[target, 0] += len(rows) - int((y[rows] == 1).sum())
     return [np.asarray(sorted(f), dtype=np.intp) for f in folds if f]
 
 
-def fold_count(y: Array, wanted: int = DEFAULT_FOLDS) -> int:
-    """As many folds as asked, but never more than the rarer label has members."""
-    smaller = int(min((y == 1).sum(), (y == 0).sum()))
+def fold_count(
+    y: Array, wanted: int = DEFAULT_FOLDS, groups: npt.NDArray[np.intp] | None = None
+) -> int:
+    """As many folds as asked, but never more than the rarer label has groups (members,
+    without groups): a fold with none of a label could not be scored on it."""
+    labels = [_majority(y, rows) for rows in _members(y, groups)]
+    smaller = min(labels.count(1.0), labels.count(0.0))
     return max(2, min(wanted, smaller))
 
 
-def out_of_fold(x: Array, y: Array, names: Sequence[str], k: int, seed: int = 0) -> Array:
-    """Each probe's probability from a model fitted without it."""
+def out_of_fold(
+    x: Array,
+    y: Array,
+    names: Sequence[str],
+    k: int,
+    seed: int = 0,
+    groups: npt.NDArray[np.intp] | None = None,
+) -> Array:
+    """Each probe's probability from a model fitted without it (nor its paraphrases)."""
     p = np.zeros(len(y))
-    for test in stratified_folds(y, k, seed):
+    for test in stratified_folds(y, k, seed, groups):
         train = np.setdiff1d(np.arange(len(y)), test)
         p[test] = fit_logistic(x[train], y[train], names).predict(x[test])
     return p
 
 
 def threshold_from_folds(
-    x: Array, y: Array, names: Sequence[str], target: float, folds: int, seed: int = 0
+    x: Array,
+    y: Array,
+    names: Sequence[str],
+    target: float,
+    folds: int,
+    seed: int = 0,
+    groups: npt.NDArray[np.intp] | None = None,
 ) -> float:
     """The threshold for `target` false refusals, from answerable probes' out-of-fold
     probabilities pooled over `THRESHOLD_REPEATS` fold shuffles."""
-    k = fold_count(y, folds)
-    pooled = [out_of_fold(x, y, names, k, seed + r)[y == 1] for r in range(THRESHOLD_REPEATS)]
+    k = fold_count(y, folds, groups)
+    pooled = [
+        out_of_fold(x, y, names, k, seed + r, groups)[y == 1] for r in range(THRESHOLD_REPEATS)
+    ]
     return threshold_for(np.concatenate(pooled), target)
 
 
@@ -223,23 +287,26 @@ def cross_validate(
     target: float = DEFAULT_TARGET,
     folds: int = DEFAULT_FOLDS,
     seed: int = 0,
+    groups: npt.NDArray[np.intp] | None = None,
 ) -> CrossValidation:
     """Nested cross-validation: each outer fold's model and threshold come from the other folds.
 
     The threshold for a fold is set from inner out-of-fold probabilities on its
     training part (`threshold_from_folds`), exactly as `calibrate` sets the stored
     one, so the refusals reported here are what a deployed calibration would do on
-    unseen questions.
+    unseen questions. With `groups` (`group_codes`), no fold, outer or inner, splits
+    a group, so no probe is judged by a model that saw one of its paraphrases.
     """
     check_labels(y)
-    k = fold_count(y, folds)
+    k = fold_count(y, folds, groups)
     p = np.zeros(len(y))
     refused = np.zeros(len(y), dtype=bool)
     cuts: list[float] = []
-    for test in stratified_folds(y, k, seed):
+    for test in stratified_folds(y, k, seed, groups):
         train = np.setdiff1d(np.arange(len(y)), test)
+        inner = None if groups is None else groups[train]
         model = fit_logistic(x[train], y[train], names)
-        cut = threshold_from_folds(x[train], y[train], names, target, folds, seed + 1)
+        cut = threshold_from_folds(x[train], y[train], names, target, folds, seed + 1, inner)
         p[test] = model.predict(x[test])
         refused[test] = p[test] < cut
         cuts.append(cut)

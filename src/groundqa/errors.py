@@ -10,8 +10,11 @@
     │   ├── IndexMissingError     no index at that path
     │   ├── IndexCorruptError     manifest missing, incomplete or not matching the files
     │   ├── IndexVersionError     built by an incompatible groundqa version
-    │   └── IndexLockedError      another build holds the index
-    ├── ProbeError                a probe file is malformed or names unknown sections
+    │   ├── IndexLockedError      another build holds the index
+    │   └── StoreUnavailableError the database behind a store cannot be reached or lacks
+    │                             what the store needs
+    ├── ProbeError                a probe file or BEIR folder is malformed, or names no
+    │                             section the index has
     ├── GenerationError           a generator failed: unreachable, timed out, malformed reply
     ├── EmbeddingError            an embedder failed, or its vectors do not fit the index
     ├── CalibrationError          a probe set cannot calibrate the gate, or a calibration

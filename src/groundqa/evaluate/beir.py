@@ -163,7 +163,9 @@ def evaluate_beir(
 
     Vectors are built only when a retriever needs them. Without `index_dir` the
     index is built in a temporary folder and removed after. With `run_file`, the
-    first retriever's run is written in TREC format.
+    first retriever's run is written in TREC format. The scores are under
+    `metrics`, as `eval --probes` has them, beside `default_retriever`, the plan
+    this index answers with when none is named.
     """
     import tempfile
 
@@ -179,6 +181,7 @@ def evaluate_beir(
             [data.corpus], target, fmt="beir", dense=DenseSettings(embedder) if dense else None
         )
         engine = Engine.open(target)
+        default_retriever = engine.default_retriever
         results: dict[str, Any] = {}
         for i, name in enumerate(retrievers):
             run = retrieve_run(engine, data.queries, depth=depth, retriever=name)
@@ -192,5 +195,8 @@ def evaluate_beir(
         "index": str(index_dir) if index_dir is not None else None,
         "index_reused": not build.changed,
         "chunks": build.counts.get("chunks"),
+        "default_retriever": default_retriever,
+        "metrics": results,
+        # Deprecated: the old name of `metrics`, kept for one release so readers can move.
         "retrievers": results,
     }

@@ -1,10 +1,11 @@
 """Calibrating the gate on a probe set, and measuring it honestly.
 
-`calibrate` runs every probe through retrieval once, collects the gate's
-features (`Engine.screen`), fits the logistic model on all of them and sets the
-threshold for the target false-refusal rate from out-of-fold probabilities. The
-figures it reports come from nested cross-validation (`calibration.
-cross_validate`): no question is judged by a model or a threshold fitted to it.
+`calibrate` runs every probe through retrieval once, within the probe's `scope`
+as `eval` asks it, collects the gate's features (`Engine.screen`), fits the
+logistic model on all of them and sets the threshold for the target
+false-refusal rate from out-of-fold probabilities. The figures it reports come
+from nested cross-validation (`calibration.cross_validate`): no question is
+judged by a model or a threshold fitted to it or to one of its paraphrases.
 
 Refusals are counted twice: at the gate, and end to end, where a question the
 gate lets through still counts as refused when the generator declines it (the
@@ -35,6 +36,7 @@ from groundqa.calibration import (
     check_labels,
     cross_validate,
     fit_logistic,
+    group_codes,
     probe_fingerprint,
     refusal_at,
     roc_auc,
@@ -45,8 +47,8 @@ from groundqa.errors import CalibrationError
 from groundqa.evaluate.probes import KINDS, Probe
 from groundqa.gate import DEFAULT_GATE, DENSE_FEATURES, LEXICAL_FEATURES, Gate, calibrated_gate
 from groundqa.generate import GeneratorOptions
+from groundqa.index.manifest import Manifest
 from groundqa.index.open import current_manifest, set_gate
-from groundqa.index.store import Manifest
 
 # Fixed cutoffs shown beside the calibrated gate: (name, feature, minimum to answer).
 BASELINES = (("coverage>=0.4", "coverage", 0.4), ("cosine>=0.3", "dense_top", 0.3))
@@ -88,14 +90,15 @@ def probe_features(
     options: GeneratorOptions | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> ProbeFeatures:
-    """Screen every probe once; the generator reads the same evidence `ask` would give it."""
+    """Screen every probe once, within its `scope` as `eval` asks it; the generator reads
+    the same evidence `ask` would give it."""
     names = feature_names(engine)
     gen = engine.generator(generator, options)
     rows: list[list[float]] = []
     declined: list[bool] = []
     empty: list[bool] = []
     for probe in probes:
-        evidence, feats = engine.screen(probe.question, retriever=retriever)
+        evidence, feats = engine.screen(probe.question, retriever=retriever, scope=probe.scope)
         rows.append([feats.get(n, 0.0) for n in names])
         nothing = not feats or not evidence.weights
         empty.append(nothing)
@@ -250,9 +253,11 @@ def fit_report(
     x, y = data.x, data.y
     check_labels(y)
     names = data.names
+    # Paraphrases of one question share a fold, in the threshold's folds as in the figures'.
+    groups = group_codes([p.group for p in data.probes])
     model = fit_logistic(x, y, names)
-    threshold = threshold_from_folds(x, y, names, target, folds)
-    cv = cross_validate(x, y, names, target=target, folds=folds)
+    threshold = threshold_from_folds(x, y, names, target, folds, groups=groups)
+    cv = cross_validate(x, y, names, target=target, folds=folds, groups=groups)
     # A question with no topic words or no passage is refused before any model runs.
     refused = cv.refused | data.empty
     probability = np.where(data.empty, 0.0, cv.probability)

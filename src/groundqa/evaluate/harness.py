@@ -3,22 +3,29 @@
 Retrieval is scored at section level (chunks of one section count once) on the
 answerable probes that name expected sections; refusals are counted at the
 gate and end to end on every probe that has a kind; answers are checked
-against `answer_contains`, and a right answer only counts as grounded when the
-passage it cites contains the expected string too.
+against `answer_contains`, and a right answer only counts as grounded when a
+passage it cites belongs to an expected section and holds the expected strings.
+
+An expected section id the index lacks does not stop a run: the ids are listed
+(`missing_expected`) and the probes naming them score as misses. Only a probe
+file none of whose ids the index knows is refused, as written for another index.
+`compare_retrievers` runs several retrievers over one probe set under the one
+gate the index has, and says where that gate was calibrated on another plan.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from groundqa.calibration import roc_auc
 from groundqa.engine import Engine
-from groundqa.errors import ProbeError
+from groundqa.errors import GroundqaError, ProbeError
+from groundqa.evaluate.calibrate import probes_fingerprint
 from groundqa.evaluate.metrics import (
     crowding,
     dedupe,
@@ -34,6 +41,8 @@ from groundqa.evaluate.metrics import (
 )
 from groundqa.evaluate.probes import Probe
 from groundqa.generate import GeneratorOptions
+from groundqa.models import Citation, Hit
+from groundqa.retrieve import Plan, parse_plan
 
 DEFAULT_KS = (1, 2, 3, 5, 8, 10, 20)
 
@@ -49,6 +58,8 @@ class ProbeResult:
     refused_by: str | None
     answer: str
     contains: bool | None
+    # The answer holds answer_contains, and so does a cited passage of an expected section
+    # (None: the probe names no answer_contains or no expected section).
     grounded: bool | None
     gate_score: float
     latency_ms: float
@@ -89,6 +100,19 @@ class EvalReport:
     sweep: dict[str, Any] = field(default_factory=dict)
     gate_threshold: float = 0.0
     gate_sweep: list[dict[str, float]] = field(default_factory=list)
+    # Expected section ids the index lacks; the probes naming them were scored as misses.
+    missing_expected: tuple[str, ...] = ()
+    # The plan the index's gate was calibrated with (None: the gate is not calibrated).
+    gate_calibrated_for: str | None = None
+    # The gate was calibrated on these very probes, so its refusal figures are in-sample.
+    gate_in_sample: bool = False
+
+    @property
+    def gate_off_plan(self) -> bool:
+        """The gate was calibrated with another plan than the one this report ran."""
+        return self.gate_calibrated_for is not None and not same_plan(
+            self.gate_calibrated_for, self.retriever
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,9 +121,24 @@ class EvalReport:
             "counts": self.counts,
             "sweep": self.sweep,
             "gate_threshold": self.gate_threshold,
+            "gate_calibrated_for": self.gate_calibrated_for,
+            "gate_in_sample": self.gate_in_sample,
             "gate_sweep": self.gate_sweep,
+            "missing_expected": list(self.missing_expected),
             "results": [r.to_dict() for r in self.results],
         }
+
+
+def same_plan(a: str, b: str) -> bool:
+    """Whether two retriever specs name one plan (`bm25+acr+defs` is `bm25+defs+acr`)."""
+
+    def plan(name: str) -> Plan | str:
+        try:
+            return replace(parse_plan(name), spec="")
+        except GroundqaError:  # a spec this version cannot read is compared as written
+            return name.strip()
+
+    return plan(a) == plan(b)
 
 
 def plateau(recall: Sequence[tuple[int, float]], tolerance: float = 0.005) -> dict[str, Any]:
@@ -134,16 +173,23 @@ def _contains(text: str, needles: Sequence[str]) -> bool:
     return all(n.casefold() in low for n in needles)
 
 
-def check_expected(engine: Engine, probes: Sequence[Probe]) -> None:
+def _listed(ids: Sequence[str], shown: int = 8) -> str:
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ", ".join(repr(i) for i in ids[:shown]) + more
+
+
+def check_expected(engine: Engine, probes: Sequence[Probe]) -> list[str]:
+    """The expected section ids the index lacks, sorted. When it lacks every one, the
+    probe file was written for another index (or with other ids) and is refused."""
     known = {c.section_id for c in engine.chunks}
-    missing = sorted({e for p in probes for e in p.expected if e not in known})
-    if missing:
-        shown = ", ".join(repr(m) for m in missing[:8])
-        more = f" and {len(missing) - 8} more" if len(missing) > 8 else ""
+    named = {e for p in probes for e in p.expected}
+    missing = sorted(named - known)
+    if missing and len(missing) == len(named):
         raise ProbeError(
-            f"{len(missing)} expected section id(s) are not in the index: {shown}{more}; "
-            "check the ids against `groundqa inspect --sections`"
+            f"none of the {len(missing)} expected section id(s) is in the index: "
+            f"{_listed(missing)}; check the ids against `groundqa inspect --sections`"
         )
+    return missing
 
 
 def evaluate_probes(
@@ -164,9 +210,10 @@ def evaluate_probes(
     counts as refused by the generator, apart from the gate's refusals. A probe's
     `scope` is applied unless `use_scope` is False; either way an answer to a scoped
     probe that cites a document outside its scope is counted (`cited_outside_scope`).
+    Expected ids the index lacks are listed in `missing_expected` (see `check_expected`).
     """
     retriever = retriever or engine.default_retriever
-    check_expected(engine, probes)
+    missing = check_expected(engine, probes)
     ks = sorted(set(ks))
     # Deep enough that k sections survive collapsing several chunks of one section.
     depth = min(len(engine.chunks), max(max(ks) * 3, 30))
@@ -186,16 +233,17 @@ def evaluate_probes(
         latency = (time.perf_counter() - t0) * 1000
         expected = set(probe.expected)
         ranked = tuple(dedupe(h.chunk.section_id for h in hits))
-        contains = grounded = None
+        contains = grounded = cited_right = None
         if probe.answer_contains:
             contains = not answer.refused and _contains(answer.answer, probe.answer_contains)
-            cited_ids = {c.chunk_id for c in answer.citations}
-            cited = " ".join(h.chunk.text for h in answer.passages if h.chunk.chunk_id in cited_ids)
-            grounded = bool(contains) and _contains(cited, probe.answer_contains)
-        cited_sections = {c.section_id for c in answer.citations}
-        cited_right = None
         if probe.answer_contains and probe.expected:
+            cited_sections = {c.section_id for c in answer.citations}
             cited_right = bool(contains) and bool(cited_sections & expected)
+            # Not the answer's text but the evidence for it: an extractive answer quotes its
+            # cited passages, so "a cited passage holds the fact" alone would always hold.
+            grounded = bool(contains) and _contains(
+                _cited_text(answer.passages, answer.citations, expected), probe.answer_contains
+            )
         outside = None
         if probe.scope and not answer.refused:
             inside = engine.facets.scope_mask(engine.facets.resolve_scope(probe.scope))
@@ -220,7 +268,38 @@ def evaluate_probes(
             )
         )
     expected_docs = {c.section_id: c.doc_id for c in engine.chunks}
-    return summarise(results, ks, retriever, expected_docs, engine.gate.threshold)
+    report = summarise(results, ks, retriever, expected_docs, engine.gate.threshold)
+    return replace(
+        report,
+        missing_expected=tuple(missing),
+        gate_calibrated_for=gate_plan(engine),
+        gate_in_sample=gate_in_sample(engine, probes),
+    )
+
+
+def _cited_text(passages: Sequence[Hit], citations: Iterable[Citation], sections: set[str]) -> str:
+    """The text of the cited passages that belong to one of `sections`."""
+    cited = {c.chunk_id for c in citations}
+    return " ".join(
+        h.chunk.text
+        for h in passages
+        if h.chunk.chunk_id in cited and h.chunk.section_id in sections
+    )
+
+
+def gate_plan(engine: Engine) -> str | None:
+    """The retriever the index's gate was calibrated with; None for an uncalibrated gate."""
+    if not engine.gate.calibrated:
+        return None
+    plan = engine.gate.info.get("retriever")
+    return str(plan) if plan else None
+
+
+def gate_in_sample(engine: Engine, probes: Sequence[Probe]) -> bool:
+    """Whether the index's gate was calibrated on exactly these probes."""
+    return engine.gate.calibrated and engine.gate.info.get(
+        "probe_fingerprint"
+    ) == probes_fingerprint(probes)
 
 
 def summarise(
@@ -296,8 +375,10 @@ def summarise(
     checked = [r for r in results if r.contains is not None]
     if checked:
         metrics["answer_contains"] = mean(float(bool(r.contains)) for r in checked)
-        metrics["answer_grounded"] = mean(float(bool(r.grounded)) for r in checked)
         counts["answer_checked"] = len(checked)
+    grounded = [r for r in results if r.grounded is not None]
+    if grounded:
+        metrics["answer_grounded"] = mean(float(bool(r.grounded)) for r in grounded)
     right = [r for r in results if r.cited_right is not None]
     if right:
         metrics["answer_cited_right"] = mean(float(bool(r.cited_right)) for r in right)
@@ -321,3 +402,96 @@ def _percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     idx = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[idx]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`groundqa eval --probes`: one probe set through several retrievers of one index.
+
+    Every report's refusals come from the index's one gate, whichever plan it was
+    calibrated with: that is the gate `ask --retriever NAME` would use, so the rows
+    are what each plan does as deployed. `notes` says where that gate is off its plan.
+    """
+
+    reports: tuple[EvalReport, ...]
+    default_retriever: str
+    gate: str  # the gate as it describes itself (`Gate.describe`)
+
+    @property
+    def notes(self) -> list[str]:
+        return report_notes(self.reports)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What `eval --probes --json` prints, after the index and probe file names."""
+        first = self.reports[0]
+        return {
+            "default_retriever": self.default_retriever,
+            "gate": self.gate,
+            "gate_in_sample": first.gate_in_sample,
+            "gate_calibrated_for": first.gate_calibrated_for,
+            "missing_expected": list(first.missing_expected),
+            "notes": self.notes,
+            "metrics": {
+                r.retriever: {k: round(v, 4) for k, v in r.metrics.items()} for r in self.reports
+            },
+            "counts": first.counts,
+            "sweep": {r.retriever: r.sweep for r in self.reports},
+            "results": {r.retriever: [x.to_dict() for x in r.results] for r in self.reports},
+        }
+
+
+def compare_retrievers(
+    engine: Engine,
+    probes: Sequence[Probe],
+    retrievers: Sequence[str] = (),
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    generator: str = "extractive",
+    options: GeneratorOptions | None = None,
+    use_scope: bool = True,
+) -> Comparison:
+    """`evaluate_probes` for each of `retrievers` (default: each method the index serves,
+    and its default plan)."""
+    names = list(retrievers) or engine.compared_retrievers
+    reports = tuple(
+        evaluate_probes(
+            engine,
+            probes,
+            ks=ks,
+            retriever=name,
+            generator=generator,
+            options=options,
+            use_scope=use_scope,
+        )
+        for name in names
+    )
+    return Comparison(reports, engine.default_retriever, engine.gate.describe())
+
+
+def report_notes(reports: Sequence[EvalReport]) -> list[str]:
+    """What a reader of these reports' figures must know: missing expected ids, a gate
+    calibrated on these probes, and a gate applied to plans it was not calibrated with."""
+    if not reports:
+        return []
+    first = reports[0]
+    out: list[str] = []
+    if first.missing_expected:
+        missing = first.missing_expected
+        out.append(
+            f"{len(missing)} expected section id(s) are not in the index, so the probes naming "
+            f"them score as misses: {_listed(missing)}; check the ids against "
+            "`groundqa inspect --sections`"
+        )
+    if first.gate_in_sample:
+        out.append(
+            "the gate was calibrated on these probes, so its refusal figures here are in-sample; "
+            "`groundqa calibrate` reports cross-validated ones"
+        )
+    off = [r.retriever for r in reports if r.gate_off_plan]
+    if off:
+        out.append(
+            f"the gate was calibrated with the {first.gate_calibrated_for} retriever; the "
+            f"refusals of {', '.join(off)} come from that gate as it is, on scores it was not "
+            "fitted to"
+        )
+    return out

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groundqa.errors import UsageError
-from groundqa.evaluate.harness import EvalReport, ProbeResult
+from groundqa.evaluate.harness import EvalReport, ProbeResult, report_notes
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -61,6 +61,7 @@ def write_probe_report(
             {
                 "title": title,
                 "meta": dict(meta or {}),
+                "notes": report_notes(reports),
                 "retrievers": {r.retriever: r.to_dict() for r in reports},
             },
         ),
@@ -77,13 +78,13 @@ def write_probe_report(
 def write_beir_report(result: Mapping[str, Any], directory: Path, *, title: str) -> list[Path]:
     """Write report.md, report.json (the result as given) and recall_at_k.png if there is a curve.
 
-    `result` is `{"dataset": ..., "retrievers": {name: {"ndcg@10": ..., "recall@k":
-    {"1": ..., "10": ...}, ...}}, ...}`; other top-level scalars are listed as
-    context at the top of the Markdown.
+    `result` is `{"dataset": ..., "metrics": {name: {"ndcg@10": ..., "recall@k":
+    {"1": ..., "10": ...}, ...}}, ...}` (or the same under `retrievers`, its old
+    name); other top-level scalars are listed as context at the top of the Markdown.
     """
-    retrievers = result.get("retrievers")
+    retrievers = result.get("metrics", result.get("retrievers"))
     if not isinstance(retrievers, Mapping) or not retrievers:
-        raise UsageError("a BEIR result needs a non-empty `retrievers` mapping of name -> metrics")
+        raise UsageError("a BEIR result needs a non-empty `metrics` mapping of name -> metrics")
     directory.mkdir(parents=True, exist_ok=True)
     written = [
         _write_text(directory / "report.md", _render_beir_markdown(result, retrievers, title)),
@@ -109,6 +110,11 @@ def render_markdown(
     out: list[str] = [f"# {_inline(title)}", ""]
     if meta:
         out += [f"- {_inline(str(k))}: {_code(str(v))}" for k, v in meta.items()]
+        out.append("")
+    notes = report_notes(reports)
+    if notes:
+        out += ["## Notes", ""]
+        out += [f"- {_inline(note)}" for note in notes]
         out.append("")
 
     out += ["## Metrics", ""]
@@ -185,8 +191,12 @@ def render_markdown(
         if not misses:
             out += ["None.", ""]
             continue
+        absent = set(r.missing_expected)
         for x in misses:
-            where = "not retrieved" if x.rank is None else f"rank {x.rank}"
+            if set(x.probe.expected) <= absent:
+                where = "expected id not in the index"
+            else:
+                where = "not retrieved" if x.rank is None else f"rank {x.rank}"
             top = _code(x.ranked_sections[0]) if x.ranked_sections else "nothing retrieved"
             out.append(f"- {_code(x.probe.id)} ({where}): {_inline(x.probe.question)}")
             out.append(f"  expected {_codes(x.probe.expected)}; top-1 {top}")
@@ -250,6 +260,8 @@ def _answer_check(x: ProbeResult) -> str:
         return DASH
     if not x.contains:
         return "missing"
+    if x.grounded is None:  # no expected section to hold the fact
+        return "found"
     return "grounded" if x.grounded else "not grounded"
 
 
@@ -290,7 +302,7 @@ def _render_beir_markdown(
     context = [
         (k, v)
         for k, v in result.items()
-        if k != "retrievers" and isinstance(v, str | int | float | bool)
+        if k not in ("metrics", "retrievers") and isinstance(v, str | int | float | bool)
     ]
     if context:
         out += [f"- {_inline(str(k))}: {_code(str(v))}" for k, v in context]

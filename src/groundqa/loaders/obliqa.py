@@ -6,7 +6,9 @@ exactly the pair ObliQA's qrels name, so benchmark gold ids match section ids as
 are. The clause hierarchy is read from the PassageID (`1.2.1.Guidance.1.` sits under
 `1.2.1.Guidance`, `1.2.1`, `1.2`, `1.`): a short heading passage such as `1.2`
 "Application" whose id has children becomes a breadcrumb component of its children
-(`1. INTRODUCTION > 1.2 Application > 1.2.1.(1)`) rather than a section of its own.
+(`1. INTRODUCTION > 1.2 Application > 1.2.1.(1)`). It stays a section of its own as
+well, holding just the heading, because it carries its own id and a qrel may name
+it; only a passage with no text at all is a breadcrumb and nothing else.
 
 It does not rename, renumber or split ids. Where the source repeats a PassageID within
 a document (a handful of clauses are cut into several passages that share one id),
@@ -82,7 +84,8 @@ def _document(doc_id: str, items: list[dict[str, Any]], source: str) -> Document
         key = keys[pid]
         if key in parents and nonempty and _is_heading(nonempty[0][1]):
             labels.setdefault(key, _label(pid, nonempty[0][1]))
-            nonempty = nonempty[1:]
+            # The heading is the section's text only when the id has nothing else to say.
+            nonempty = nonempty[1:] or nonempty
         if nonempty:
             content[pid] = nonempty
 
