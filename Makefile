@@ -8,7 +8,7 @@ REF     = .venv-ref
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: demo test test-slow lint format bench install clean lock audit
+.PHONY: demo test test-slow lint format bench bench-status install clean lock audit
 
 # Every package is installed at the version in constraints.txt (`make lock` rewrites it).
 $(BIN)/groundqa: pyproject.toml constraints.txt
@@ -58,9 +58,14 @@ test-slow: install $(VENV)/.gguf $(REF)/.groundqa
 	$(REF)/bin/pytest -q -m slow tests/test_rerank.py
 
 lint: install
-	$(BIN)/ruff check src tests bench examples
-	$(BIN)/ruff format --check src tests bench examples
+	$(BIN)/ruff check src tests bench examples docs
+	$(BIN)/ruff format --check src tests bench examples docs
 	$(BIN)/mypy
+	# The import contract in pyproject.toml: no stage imports a stage after it or beside it.
+	$(BIN)/lint-imports --no-cache
+	# The documentation site (docs/, mkdocs.yml): any warning, a broken link included, fails
+	# it. Not --quiet: that drops the warnings before --strict can count them.
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # Pin what the venv holds now, after adding or upgrading a dependency.
 lock: install
@@ -84,6 +89,10 @@ $(REF)/bin/python:
 
 bench: install $(REF)/bin/python
 	$(BIN)/python bench/run.py
+
+# The results in bench/results/ whose measured code changed after they were written.
+bench-status: install
+	$(BIN)/python bench/provenance.py
 
 clean:
 	rm -rf $(DEMO) bench/.work $(REF)

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import provenance
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 RESULTS = ROOT / "bench" / "results"
@@ -75,18 +77,21 @@ def machine() -> dict[str, Any]:
     }
 
 
-def write_result(name: str, data: dict[str, Any], markdown: str) -> None:
-    """Write results/<name>.json and .md, and copy the table into the README's marked block."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    (RESULTS / f"{name}.md").write_text(markdown.rstrip() + "\n")
-    readme = ROOT / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    start, end = f"<!-- bench:{name}:start -->\n", f"<!-- bench:{name}:end -->"
-    if start in text and end in text:
-        head, rest = text.split(start, 1)
-        _, tail = rest.split(end, 1)
-        readme.write_text(head + start + markdown.rstrip() + "\n" + end + tail, encoding="utf-8")
+def write_result(
+    name: str, data: dict[str, Any], markdown: str, *, results: Path | None = None
+) -> None:
+    """Write results/<name>.json and .md; the JSON records what code produced the figures.
+
+    The `provenance` block (bench/provenance.py) holds the commit and a hash of every path
+    the benchmark declares, so `make bench-status` and the documentation's benchmark pages
+    can tell when the code has moved on. The pages are generated from these files when the
+    documentation is built, so nothing is copied into the README.
+    """
+    results = RESULTS if results is None else results
+    results.mkdir(parents=True, exist_ok=True)
+    record = {**data, "provenance": provenance.record(name, ROOT)}
+    (results / f"{name}.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    (results / f"{name}.md").write_text(markdown.rstrip() + "\n")
     print(markdown)
 
 

@@ -1,0 +1,389 @@
+"""The documentation cannot drift: its quoted figures are re-run or read back from
+bench/results/, its CLI reference is every command's --help, and every benchmark page says
+truthfully whether the code it measures has changed since it ran."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from groundqa.engine import Engine
+from groundqa.evaluate import evaluate_probes, load_probes
+from groundqa.ingestion import ingest
+from groundqa.loaders import load
+from groundqa.validate import validate
+from tests.conftest import REGPACK, REGPACK_PROBES, ROOT, need_shared
+
+DOCS = ROOT / "docs"
+RESULTS = ROOT / "bench" / "results"
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+import _common  # noqa: E402
+import provenance  # noqa: E402
+
+
+def hook(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        f"docs_hook_{name}", DOCS / "hooks" / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def doc(path: str) -> str:
+    return (DOCS / path).read_text(encoding="utf-8")
+
+
+def block(text: str, name: str) -> str:
+    m = re.search(rf"<!-- {name}:start -->\n(.*?)<!-- {name}:end -->", text, re.S)
+    assert m, f"no {name} block"
+    return m.group(1)
+
+
+def results(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((RESULTS / f"{name}.json").read_text())
+    return data
+
+
+def quoted(text: str, phrase: str, number: str, value: float) -> None:
+    """`phrase` is in the text and its `number` is `value` written to that many decimals."""
+    assert phrase in text and number in phrase, phrase
+    digits = len(number.partition(".")[2])
+    assert abs(float(number) - value) <= 0.5 * 10**-digits + 1e-9, (phrase, value)
+
+
+# ------------------------------------------------------------ figures re-run or read back
+
+
+def test_example_corpus_figures(tmp_path: Path) -> None:
+    ingest([REGPACK], tmp_path / "idx")
+    engine = Engine.open(tmp_path / "idx")
+    probes = load_probes(REGPACK_PROBES)
+    reports = [evaluate_probes(engine, probes, retriever=r) for r in engine.compared_retrievers]
+    labels = {
+        "recall@1": "recall@1",
+        "recall@3": "recall@3",
+        "recall@5": "recall@5",
+        "MRR": "mrr",
+        "nDCG@10": "ndcg@10",
+        "out-of-scope refused": "refused_out_of_scope",
+        "near-miss refused": "refused_near_miss",
+        "false refusals (answerable)": "false_refusal",
+        "answer contains the expected fact, from the cited passage": "answer_grounded",
+    }
+    text = block(doc("evaluation.md"), "eval:regpack")
+    assert text.splitlines()[0] == (
+        "| metric | bm25 | dense | hybrid | hybrid+weighted=0.5/0.5+defs (the default) |"
+    )
+    rows = {
+        m.group(1): m.group(2).split(" | ")
+        for m in re.finditer(r"^\| (.+?) \| ([\d. |]+) \|$", text, re.M)
+    }
+    assert rows == {
+        label: [f"{r.metrics[key]:.3f}" for r in reports] for label, key in labels.items()
+    }
+    assert reports[0].counts["answerable"] == 52 and reports[0].counts["near_miss"] == 15
+    assert reports[0].counts["out_of_scope"] == 14
+
+
+def test_natech_validation_figures() -> None:
+    path = need_shared("corpora", "natech", "guidance.csv")
+    loaded = load([path])
+    findings = validate(loaded.documents, load_findings=loaded.findings)
+    assert len(loaded.documents) == 44
+    assert [f for f in findings if f.severity == "BLOCK"] == []
+    got = sorted((f.check, f.section_id) for f in findings)
+    assert got == sorted(
+        [
+            ("welded-footnote", "1"),
+            ("welded-footnote", "3"),
+            ("welded-footnote", "4.2"),
+            ("welded-footnote", "4.6.1.1"),
+            ("welded-footnote", "5.5"),
+            ("replacement-char", "4.6.2.2"),
+        ]
+    )
+    text = doc("evaluation.md")
+    assert "44 documents, 0 BLOCK, 6 REVIEW" in text
+    for token in ("(2012/18/EC)1", "ISO-310002", "situations3", "RAPID-N4", "eNATECH5"):
+        assert token in text
+        assert any(token in f.message for f in findings), token
+
+
+def test_city_guides_figures(tmp_path: Path) -> None:
+    guides = need_shared("corpora", "city_guides")
+    ingest([guides], tmp_path / "idx")
+    engine = Engine.open(tmp_path / "idx")
+    bakery = engine.ask("What time does the bakery in Kestrelford sell out?")
+    assert not bakery.refused and "11am" in bakery.answer
+    assert "guide_kestrelford.md#Eat and drink" in {c.section_id for c in bakery.citations}
+    assert "guide_kestrelford.md#Eat and drink" in doc("evaluation.md")
+    mongolia = engine.ask("What is the capital of Mongolia?")
+    assert mongolia.refused and mongolia.citations == ()
+    assert mongolia.gate.features["coverage"] == 0.0
+
+
+def test_embedder_figures_are_its_results_file() -> None:
+    text = re.sub(r"\s+", " ", doc("pipeline/index.md"))
+    runtimes = results("embedder")["runtimes"]
+    int8, torch = runtimes["minilm"], runtimes["sentence-transformers (torch CPU)"]
+    quoted(text, "mean cosine of 0.9994", "0.9994", int8["agreement_mean"])
+    quoted(text, "(lowest 0.9991)", "0.9991", int8["agreement_min"])
+    assert "as fast as sentence-transformers" in text
+    assert int8["passages_per_s"] >= torch["passages_per_s"]
+    assert "about three times faster" in text
+    assert 2.5 <= torch["p50_ms"] / int8["p50_ms"] <= 3.5
+    assert "a quarter of the space" in text
+    assert 0.2 <= int8["install_mb"] / torch["install_mb"] <= 0.3
+
+
+def test_scale_figures_are_its_results_files() -> None:
+    text = re.sub(r"\s+", " ", doc("postgres.md"))
+
+    def run(name: str, store: str, chunks: int) -> dict[str, Any]:
+        (row,) = [r for r in results(name)["runs"] if r["store"] == store and r["chunks"] == chunks]
+        return row
+
+    d1m, d100k = run("scale_1m", "directory", 1_000_000), run("scale", "directory", 100_000)
+    pg100k = run("scale", "postgresql", 100_000)
+    recall = "vector_recall_at_10_of_exact"
+    quoted(text, "5.4 GB at 1M", "5.4", d1m["query_peak_mb"] / 1000)
+    quoted(text, "opening takes 39 s at 1M", "39", d1m["open_s"])
+    quoted(text, "keeps 0.998 of exact recall@10 at 100k", "0.998", d100k[recall])
+    quoted(text, "only 0.786 at 1M", "0.786", d1m[recall])
+    quoted(text, "65 MB at 100k", "65", pg100k["query_peak_mb"])
+    quoted(text, "at 100k (p50 4.8 ms", "4.8", pg100k["vector"]["p50_ms"])
+    quoted(text, "recall 0.995 of exact", "0.995", pg100k[recall])
+    quoted(text, "(p50 140 ms at 100k)", "140", pg100k["lexical"]["p50_ms"])
+
+
+# ------------------------------------------------------------ the generated CLI reference
+
+
+def test_the_cli_reference_is_every_commands_help() -> None:
+    from groundqa.cli import main
+
+    cli = hook("cli")
+    found = cli.helps()
+    assert {c for c, _ in found} == {(), *((name,) for name in main.commands)}
+    page = cli.reference()
+    for command, text in found:
+        assert text.startswith(f"Usage: {' '.join(('groundqa', *command))} ")
+        assert text in page
+    assert cli.MARKER in doc("cli.md")
+
+
+def test_subcommands_are_read_from_a_help_text() -> None:
+    text = "Usage: x\n\nOptions:\n  -h  Help.\n\nCommands:\n  ask   Ask.\n  eval  Eval...\n"
+    assert hook("cli").subcommands(text) == ["ask", "eval"]
+    assert hook("cli").subcommands("Usage: x ask [OPTIONS]\n") == []
+
+
+# ------------------------------------------------------------ benchmark records and pages
+
+
+def test_every_results_file_is_declared_with_paths_that_exist() -> None:
+    names = provenance.names()
+    assert {"foundation", "retrieval", "gate"} <= set(names)
+    assert set(names) <= set(provenance.BENCHMARKS), "declare it in bench/provenance.py"
+    for name, bench in provenance.BENCHMARKS.items():
+        assert (ROOT / bench.script).is_file(), name
+        missing = [p for p in bench.paths if not (ROOT / p).exists()]
+        assert not missing, f"{name} declares paths that do not exist: {missing}"
+
+
+def test_results_written_before_recording_are_never_reported_fresh() -> None:
+    unrecorded = [n for n in provenance.names() if "provenance" not in results(n)]
+    assert unrecorded, "the committed results include files from before recording"
+    pages = hook("benchmarks")
+    for name in unrecorded:
+        s = provenance.status(name)
+        assert s.state == "predates recording" and not s.fresh
+        last = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(ROOT),
+                "log",
+                "-1",
+                "--format=%H",
+                "--",
+                f"bench/results/{name}.json",
+            ],
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        if not last:
+            pytest.skip("no git history here")
+        assert s.commit == last
+        assert s.ran == results(name)["machine"]["date"]
+        page = pages.page(name, s)
+        assert "Predates recording" in page and last[:7] in page and s.ran in page
+
+
+def test_a_record_is_fresh_until_a_measured_path_changes_or_goes(tmp_path: Path) -> None:
+    # A copy of what the embedder benchmark measures, outside any repository.
+    bench = provenance.BENCHMARKS["embedder"]
+    for rel in bench.paths:
+        src, dst = ROOT / rel, tmp_path / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            dst.write_bytes(src.read_bytes())
+    out = tmp_path / "results"
+    out.mkdir()
+
+    def write() -> None:
+        data = {
+            "machine": {"date": "2026-12-01"},
+            "provenance": provenance.record("embedder", tmp_path),
+        }
+        (out / "embedder.json").write_text(json.dumps(data))
+
+    write()
+    s = provenance.status("embedder", tmp_path, out)
+    assert s.state == "fresh" and s.changed == () and s.commit is None
+
+    # A byte changed anywhere under a declared folder.
+    embed = tmp_path / "src" / "groundqa" / "embed"
+    first = sorted(embed.glob("*.py"))[0]
+    first.write_text(first.read_text() + "\n# changed\n")
+    s = provenance.status("embedder", tmp_path, out)
+    assert s.state == "stale" and s.changed == ("src/groundqa/embed",)
+
+    write()
+    (tmp_path / "bench" / "_reference_embed.py").unlink()
+    s = provenance.status("embedder", tmp_path, out)
+    assert s.state == "stale" and s.changed == ("bench/_reference_embed.py",)
+    assert "stale" in s.line() and "bench/_reference_embed.py" in s.line()
+
+
+def test_write_result_records_the_commit_and_a_hash_of_every_measured_path(
+    tmp_path: Path,
+) -> None:
+    readme = (ROOT / "README.md").read_bytes()
+    _common.write_result("embedder", {"runtimes": {}}, "## Title\n\nbody", results=tmp_path)
+    data = json.loads((tmp_path / "embedder.json").read_text())
+    prov = data["provenance"]
+    assert set(prov["sources"]) == set(provenance.BENCHMARKS["embedder"].paths)
+    assert all(len(h) == 64 for h in prov["sources"].values())
+    assert set(prov["uncommitted"]) <= set(prov["sources"])
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    assert prov["commit"] == (head or None)
+    assert (tmp_path / "embedder.md").read_text() == "## Title\n\nbody\n"
+    # The figures go to the generated pages, never into the README.
+    assert (ROOT / "README.md").read_bytes() == readme
+    assert provenance.status("embedder", ROOT, tmp_path).state == "fresh"
+
+
+def test_bench_status_lists_what_is_not_fresh(capsys: pytest.CaptureFixture[str]) -> None:
+    statuses = provenance.statuses()
+    assert provenance.main([]) == 0
+    out = capsys.readouterr().out
+    listed = {line.split()[0] for line in out.splitlines()[:-1]}
+    assert listed == {s.name for s in statuses if not s.fresh}
+    fresh = sum(s.fresh for s in statuses)
+    assert f"{fresh} of {len(statuses)} results fresh" in out
+    assert provenance.main(["--check"]) == (0 if fresh == len(statuses) else 1)
+
+
+def test_a_benchmark_page_is_its_results_file_under_the_note() -> None:
+    pages = hook("benchmarks")
+    for name in provenance.names():
+        s = provenance.status(name)
+        page = pages.page(name, s)
+        body = (RESULTS / f"{name}.md").read_text().strip()
+        if body.startswith("## "):
+            body = body.split("\n", 1)[1].strip()
+        assert pages.IMAGE.sub(r"](\1)", body) in page
+        assert page.startswith(f"# {provenance.BENCHMARKS[name].title}\n")
+        assert s.ran and s.ran in page.split("\n\n", 2)[1]
+    # An image the results file links from the repository root is served beside the page.
+    gate = pages.page("gate", provenance.status("gate"))
+    assert "](gate_reliability.png)" in gate and "/bench/results/" not in gate
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    pytest.importorskip("mkdocs", reason="the docs need the dev extra: pip install -e '.[dev]'")
+    exe = Path(sys.executable).with_name("mkdocs")
+    proc = subprocess.run(
+        [str(exe), "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    site = tmp_path / "site"
+    assert (site / "cli" / "index.html").exists()
+    for name in provenance.names():
+        assert (site / "benchmarks" / name / "index.html").exists(), name
+    assert (site / "benchmarks" / "gate_reliability.png").exists()
+
+
+def _imports(script: Path) -> set[str]:
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(script.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+def _source(module: str) -> str | None:
+    """The repository path of an importable module of ours, or None."""
+    parts = module.split(".")
+    if parts[0] == "groundqa":
+        base = Path("src", *parts)
+    elif parts[0] == "tests":
+        base = Path(*parts)
+    elif (ROOT / "bench" / f"{parts[0]}.py").exists() and len(parts) == 1:
+        base = Path("bench", parts[0])
+    else:
+        return None
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if (ROOT / candidate).is_file():
+            return candidate.as_posix()
+    return None
+
+
+def test_what_a_benchmark_script_imports_is_declared() -> None:
+    # The harness itself is not what a benchmark measures.
+    harness = {"bench/_common.py", "bench/provenance.py", "tests/__init__.py"}
+    for name, bench in provenance.BENCHMARKS.items():
+        used = {_source(m) for m in _imports(ROOT / bench.script)} - {None, *harness}
+        undeclared = sorted(
+            str(p)
+            for p in used
+            if not any(p == d or str(p).startswith(d.rstrip("/") + "/") for d in bench.paths)
+        )
+        assert not undeclared, f"{name}: declare in bench/provenance.py: {undeclared}"
+
+
+def test_make_lint_builds_the_site_strictly() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    lint = makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    (line,) = [ln for ln in lint.splitlines() if "mkdocs build" in ln]
+    assert "--strict" in line
+    # mkdocs 1.6 counts warnings for --strict only at the verbosity it prints them.
+    assert "--quiet" not in line and " -q" not in line
