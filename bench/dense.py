@@ -92,8 +92,8 @@ def _ann_recall(engine: Any, queries: list[str]) -> dict[str, Any]:
         return {"skipped": "faiss-cpu not installed (pip install 'groundqa[ann]')"}
     import numpy as np
 
-    from groundqa.index import DirectoryStore
     from groundqa.index.dense import DenseSettings, VectorIndex
+    from groundqa.index.directory import DirectoryStore
 
     assert isinstance(engine.store, DirectoryStore) and engine.store.vectors is not None
     exact = engine.store.vectors
@@ -123,7 +123,7 @@ def scifact() -> dict[str, Any] | None:
         return None
     from groundqa.engine import Engine
     from groundqa.evaluate.beir import load_beir_set, retrieve_run, score_run
-    from groundqa.index import DirectoryStore
+    from groundqa.index.directory import DirectoryStore
     from groundqa.ingestion import ingest
 
     test = load_beir_set(folder, "test")

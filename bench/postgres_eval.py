@@ -142,7 +142,7 @@ class StoredVectors:
 def load_into_postgres(store: Any, url: str) -> dict[str, Any]:
     """Write the directory build `store` into the database at `url`, vectors reused."""
     from groundqa.chunking import ChunkerSettings
-    from groundqa.index import new_build_id
+    from groundqa.index.manifest import new_build_id
     from groundqa.index.postgres import PostgresTarget
     from groundqa.text import Analyzer
 
@@ -201,7 +201,7 @@ def check_same_build(directory: Any, pg: Any) -> dict[str, Any]:
     same_chunks = [c.to_dict() for c in pg.chunks] == [c.to_dict() for c in directory.chunks]
     # Read as real[] rather than through `vectors_of`, which fails with pgvector-python 0.5.1
     # (its loader returns `pgvector.Vector` objects, which np.asarray cannot convert).
-    from groundqa.index.postgres import _sql
+    from groundqa.index.postgres.schema import _sql
 
     with pg._cursor() as cur:
         cur.execute(_sql("SELECT embedding::real[] FROM {t} ORDER BY row", t=pg.info.chunk_table))
@@ -332,7 +332,7 @@ def scifact(admin_url: str) -> dict[str, Any] | None:
         return None
     from groundqa.engine import Engine
     from groundqa.evaluate.beir import load_beir_set, score_run
-    from groundqa.index import DirectoryStore
+    from groundqa.index.directory import DirectoryStore
     from groundqa.index.postgres import PostgresStore
     from groundqa.ingestion import ingest
     from groundqa.retrieve import DEFAULT_DENSE_PLAN

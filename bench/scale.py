@@ -164,7 +164,7 @@ def one(kind: str, n: int, url: str | None) -> dict[str, Any]:
     """Build and query one store at one size in this process; the figures as a dict."""
     from groundqa.index.dense import DenseSettings
     from groundqa.index.lexical import BM25Settings
-    from groundqa.index.store import Manifest, new_build_id
+    from groundqa.index.manifest import Manifest, new_build_id
     from groundqa.text import Analyzer
 
     t = time.perf_counter()
@@ -277,7 +277,7 @@ def query(kind: str, n: int, url: str | None) -> dict[str, Any]:
     queries = [(str(w).split(), v) for w, v in zip(saved["words"], saved["vectors"], strict=True)]
     t = time.perf_counter()
     if kind == "directory":
-        from groundqa.index import load_index
+        from groundqa.index.directory import load_index
 
         store: Any = load_index(SCALE_WORK / f"directory-{n}", Analyzer())
     else:

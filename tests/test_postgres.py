@@ -26,12 +26,12 @@ import httpx
 import numpy as np
 import pytest
 
-from groundqa.api import ServeSettings
 from groundqa.chunking import ChunkerSettings
 from groundqa.engine import Engine
 from groundqa.errors import IndexLockedError, IndexVersionError, StoreUnavailableError
 from groundqa.evaluate.probes import load_probes
 from groundqa.ingestion import ingest
+from groundqa.serve import ServeSettings
 from tests.conftest import REGPACK, REGPACK_PROBES, pg_database_url
 from tests.test_api import _free_port, _wait_for_health, keep_asking_through, live_server
 from tests.test_cli import one_error_line

@@ -16,8 +16,8 @@ from typing import Any
 from groundqa.chunking import BoundaryIssue, check_boundaries, size_summary
 from groundqa.errors import GroundqaError
 from groundqa.gate import gate_for
+from groundqa.index.manifest import Manifest
 from groundqa.index.open import open_store
-from groundqa.index.store import Manifest
 from groundqa.ingestion import corpus_fingerprint
 from groundqa.loaders import load
 
