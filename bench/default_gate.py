@@ -16,11 +16,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from groundqa.calibration import Logistic
 from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
 from groundqa.evaluate.calibrate import fit_report, probe_features
 from groundqa.gate import DEFAULT_MODEL, DEFAULT_THRESHOLD
+from groundqa.gate.model import Logistic
 from groundqa.ingestion import ingest
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -37,7 +37,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import RESULTS, ROOT, WORK, machine, shared_path, write_result
-from groundqa.calibration import Array, refusal_at, roc_auc
 from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
 from groundqa.evaluate.calibrate import (
@@ -52,6 +51,7 @@ from groundqa.evaluate.calibrate import (
 )
 from groundqa.evaluate.probes import Probe
 from groundqa.gate import DEFAULT_GATE, LEXICAL_FEATURES
+from groundqa.gate.model import Array, refusal_at, roc_auc
 from groundqa.ingestion import ingest
 
 GATE_WORK = WORK / "gate"

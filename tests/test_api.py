@@ -259,6 +259,16 @@ def test_query_answers_with_citations_then_serves_the_cache(open_url: str) -> No
     assert post(open_url, "/query", {"question": NEER, "k": 3}).json()["cache"] == "miss"
 
 
+@pytest.mark.parametrize("field", [{"temperature": 0.7}, {"max_tokens": 50}])
+def test_sampling_settings_are_part_of_the_cache_key(open_url: str, field: dict[str, Any]) -> None:
+    """An LLM answers differently at another temperature or length: these requests must not
+    share a cached answer (the key is the request's whole Query, see groundqa.query)."""
+    question = "What must a NEER report contain?"
+    assert post(open_url, "/query", {"question": question}).json()["cache"] in ("miss", "hit")
+    assert post(open_url, "/query", {"question": question, **field}).json()["cache"] == "miss"
+    assert post(open_url, "/query", {"question": question, **field}).json()["cache"] == "hit"
+
+
 def test_an_off_topic_question_is_refused_without_citations(open_url: str) -> None:
     data = post(open_url, "/query", {"question": OFF_TOPIC}).json()
     assert data["refused"] is True

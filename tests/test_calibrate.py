@@ -27,13 +27,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from groundqa.calibration import Logistic, probe_fingerprint
 from groundqa.cli import main
 from groundqa.engine import Engine
 from groundqa.errors import CalibrationError
 from groundqa.evaluate import Probe, load_probes
 from groundqa.evaluate.calibrate import ProbeFeatures, fit_report, probe_features
 from groundqa.gate import DEFAULT_GATE, DENSE_FEATURES, LEXICAL_FEATURES
+from groundqa.gate.model import Logistic, probe_fingerprint
 from groundqa.index.manifest import MANIFEST, current_build, read_manifest, update_gate
 from groundqa.ingestion import ingest
 from tests.conftest import REGPACK, REGPACK_PROBES, ROOT, write_small_corpus

@@ -11,7 +11,8 @@ import math
 import numpy as np
 import pytest
 
-from groundqa.calibration import (
+from groundqa.errors import CalibrationError
+from groundqa.gate.model import (
     MIN_PROBES,
     CrossValidation,
     Logistic,
@@ -27,7 +28,6 @@ from groundqa.calibration import (
     stratified_folds,
     threshold_for,
 )
-from groundqa.errors import CalibrationError
 
 
 def sigmoid(z: float) -> float:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 
-from groundqa.calibration import Logistic
 from groundqa.gate import (
     DEFAULT_GATE,
     DEFAULT_MODEL,
@@ -21,6 +20,7 @@ from groundqa.gate import (
     gate_features,
     gate_for,
 )
+from groundqa.gate.model import Logistic
 from groundqa.models import Chunk, Hit
 from groundqa.query import Query
 from groundqa.read import Reading, Sentence

@@ -165,7 +165,9 @@ class Engine:
 
     # The pipeline ------------------------------------------------------------------------
 
-    def retrieval(self, question: Query | str, depth: int | None = None, **fields: Any) -> Retrieval:
+    def retrieval(
+        self, question: Query | str, depth: int | None = None, **fields: Any
+    ) -> Retrieval:
         """The retrieve stage: ranked chunks to `depth` (default: the preset's k) and each
         method's own best. Evaluation asks deeper than a user may (recall@100)."""
         query = Query.of(question, **fields)

@@ -29,7 +29,8 @@ MAX_TEMPERATURE = 2.0
 MAX_TOKENS = 8192
 
 FacetValue = str | Sequence[str]
-Filters = Mapping[str, FacetValue | Mapping[str, Sequence[str]]]
+# A filter value: one value, a list (any of them), or {"all": [...]} / {"any": [...]}.
+Filters = Mapping[str, FacetValue | Mapping[Any, FacetValue]]
 Scope = Mapping[str, FacetValue]
 
 
@@ -102,7 +103,9 @@ class Query:
                 f"temperature must be between 0 and {MAX_TEMPERATURE:g}, got {self.temperature}"
             )
         if self.max_tokens is not None and not 1 <= self.max_tokens <= MAX_TOKENS:
-            raise UsageError(f"max_tokens must be between 1 and {MAX_TOKENS}, got {self.max_tokens}")
+            raise UsageError(
+                f"max_tokens must be between 1 and {MAX_TOKENS}, got {self.max_tokens}"
+            )
         if not self.generator.strip():
             raise UsageError("the generator is empty; name one, e.g. extractive")
         set_(self, "filters", _plain(self.filters or {}))

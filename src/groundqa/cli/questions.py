@@ -180,10 +180,11 @@ def ask(
 ) -> None:
     """Answer QUESTION from the index, with citations, or refuse."""
     from groundqa.engine import Engine
+    from groundqa.query import Query
 
     day = parse_as_of(as_of)
     engine = Engine.open(index_dir, embedder_options(embedder_url))
-    answer = engine.ask(
+    query = Query(
         question,
         k=k,
         filters=facet_filters(filters, filters_all),
@@ -197,6 +198,7 @@ def ask(
         temperature=temperature,
         max_tokens=max_tokens,
     )
+    answer = engine.ask(query)
     if as_json:
         emit_json(answer.to_dict())
     else:
@@ -234,7 +236,7 @@ def chat(
 ) -> None:
     """Ask questions one after another with the index kept loaded."""
     from groundqa.engine import Engine
-    from groundqa.query import check_k
+    from groundqa.query import Query, check_k
     from groundqa.retrieve import check_retriever
 
     engine = Engine.open(index_dir, embedder_options(embedder_url))
@@ -296,15 +298,17 @@ def chat(
             continue
         try:
             answer = engine.ask(
-                line,
-                k=k,
-                filters=filters,
-                scope=scope,
-                retriever=retriever,
-                generator=generator,
-                options=options,
-                temperature=temperature,
-                max_tokens=max_tokens,
+                Query(
+                    line,
+                    k=k,
+                    filters=filters,
+                    scope=scope,
+                    retriever=retriever,
+                    generator=generator,
+                    options=options,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                )
             )
         except GroundqaError as exc:
             err.print(f"[bold red]error:[/] {escape(exc.message)}")

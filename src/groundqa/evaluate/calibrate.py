@@ -29,7 +29,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from groundqa.calibration import (
+from groundqa.engine import Engine
+from groundqa.errors import CalibrationError
+from groundqa.evaluate.probes import KINDS, Probe
+from groundqa.gate import DEFAULT_GATE, DENSE_FEATURES, LEXICAL_FEATURES, Gate, calibrated_gate
+from groundqa.gate.model import (
     DEFAULT_FOLDS,
     DEFAULT_TARGET,
     Array,
@@ -42,10 +46,6 @@ from groundqa.calibration import (
     roc_auc,
     threshold_from_folds,
 )
-from groundqa.engine import Engine
-from groundqa.errors import CalibrationError
-from groundqa.evaluate.probes import KINDS, Probe
-from groundqa.gate import DEFAULT_GATE, DENSE_FEATURES, LEXICAL_FEATURES, Gate, calibrated_gate
 from groundqa.generate import GeneratorOptions
 from groundqa.index.manifest import Manifest
 from groundqa.index.open import current_manifest, set_gate

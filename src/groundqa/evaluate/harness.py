@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from groundqa.calibration import roc_auc
 from groundqa.engine import Engine
 from groundqa.errors import GroundqaError, ProbeError
 from groundqa.evaluate.calibrate import probes_fingerprint
@@ -40,8 +39,10 @@ from groundqa.evaluate.metrics import (
     same_document_crowding,
 )
 from groundqa.evaluate.probes import Probe
+from groundqa.gate.model import roc_auc
 from groundqa.generate import GeneratorOptions
 from groundqa.models import Citation, Hit
+from groundqa.query import Query
 from groundqa.retrieve import Plan, parse_plan
 
 DEFAULT_KS = (1, 2, 3, 5, 8, 10, 20)
@@ -221,15 +222,18 @@ def evaluate_probes(
     for probe in probes:
         t0 = time.perf_counter()
         scope = probe.scope if use_scope else None
-        hits = engine.search(probe.question, depth=depth, retriever=retriever, scope=scope)
-        answer = engine.ask(
+        query = Query(
             probe.question,
             k=answer_k,
             retriever=retriever,
             generator=generator,
-            options=options,
-            scope=scope,
+            options=options or GeneratorOptions(),
+            scope=scope or {},
         )
+        # One retrieval per probe: ranked deep for the metrics, and answered from its top k.
+        retrieval = engine.retrieval(query, max(depth, answer_k))
+        hits = retrieval.hits
+        answer = engine.ask(query, retrieval=retrieval)
         latency = (time.perf_counter() - t0) * 1000
         expected = set(probe.expected)
         ranked = tuple(dedupe(h.chunk.section_id for h in hits))

@@ -1,7 +1,13 @@
 """The gate: answer or refuse, decided from what retrieval and a first reading found.
 
-For every question the engine measures a few signals (`features`), and a small
-logistic model turns them into a probability that the corpus can answer it:
+    features    the signals, a pure function of the Retrieval and the Reading
+    model       the logistic model, its folds, AUC and thresholds (calibration)
+    decision    the Gate: the model, its threshold, and which one an index uses
+
+The gate never searches: every signal below was computed once by retrieval (each
+method's own best, the term weights) or by the reader (the passages' terms, the
+best sentence). A small logistic model turns them into a probability that the
+corpus can answer the question:
 
 - `coverage`: the idf-weighted share of the question's topic terms found in the
   best of the top three passages; `coverage_top1` the same for the first passage.
@@ -14,12 +20,12 @@ logistic model turns them into a probability that the corpus can answer it:
   (indexes with vectors only).
 - `agreement`: the share of the five best passages that BM25 and the vectors
   both rank there (indexes with vectors only).
-- `sentence_coverage`: topic coverage of the best sentence the extractive reader
-  would quote, and `type_missing`: 1 when the question asks for a kind of fact
+- `sentence_coverage`: topic coverage of the best sentence the reader found
+  (the one the extractive generator would quote), and `type_missing`: 1 when the question asks for a kind of fact
   (a time, an amount, a number, a name) and that sentence does not hold one.
 
 `groundqa calibrate` fits the model on a probe set for one index and stores it,
-with its threshold, in the manifest (see `calibration`). An index without one
+with its threshold, in the manifest (see `gate.model`). An index without one
 uses `DEFAULT_GATE`: the same kind of model over the features that read the same
 on any corpus, fitted on the bundled example corpus's probes
 (`bench/default_gate.py` refits it), with a threshold set for 5% false refusals

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from groundqa.calibration import Logistic
 from groundqa.errors import CalibrationError
 from groundqa.gate.features import LEXICAL_FEATURES
+from groundqa.gate.model import Logistic
 from groundqa.models import GateDecision
 
 

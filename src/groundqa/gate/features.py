@@ -28,7 +28,6 @@ DENSE_FEATURES = ("dense_top", "dense_margin", "agreement")
 AGREEMENT_DEPTH = 5
 
 
-
 def gate_features(retrieval: Retrieval, reading: Reading) -> dict[str, float]:
     """What the gate weighs for this question: empty when no passage was found."""
     if not retrieval.hits:

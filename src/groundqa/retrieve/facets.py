@@ -54,7 +54,6 @@ _GENERIC_PLACE_WORDS = frozenset(
 )
 
 
-
 # Nested metadata deeper than this is not indexed as facets (it is still stored).
 MAX_FACET_DEPTH = 4
 

@@ -245,7 +245,9 @@ class Retriever:
         scoped = self.facets.scope_mask({**(places if plan.places == "filter" else {}), **given})
         if scoped is not None:
             allowed = scoped if allowed is None else allowed & scoped
-        text = expand_query(query.question, self.store.acronyms) if plan.acronyms else query.question
+        text = (
+            expand_query(query.question, self.store.acronyms) if plan.acronyms else query.question
+        )
         term = defined_term(query.question) if plan.definitions else None
         widen = (
             plan.method == "hybrid"
@@ -269,7 +271,9 @@ class Retriever:
         if self.store.has_vectors:
             vector = self.embed(text)
             deep = plan.method != "bm25"
-            dense = self.store.vector_search(vector, max(pool, SIGNAL_DEPTH) if deep else SIGNAL_DEPTH, allowed)
+            dense = self.store.vector_search(
+                vector, max(pool, SIGNAL_DEPTH) if deep else SIGNAL_DEPTH, allowed
+            )
         if plan.method == "bm25":
             ranked = lexical[:pool]
         elif plan.method == "dense":

@@ -22,7 +22,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from groundqa.serve.answers import cache_key
     from groundqa.serve.api import FACET_KEYS, create_app
     from groundqa.serve.cache import make_cache, redact
     from groundqa.serve.limits import RateLimiter
@@ -43,7 +42,6 @@ __all__ = [
     "QueryRequest",
     "RateLimiter",
     "ServeSettings",
-    "cache_key",
     "create_app",
     "default_rate_limit",
     "listen",
@@ -60,7 +58,6 @@ _LAZY = {
     "QueryRequest": "requests",
     "RateLimiter": "limits",
     "ServeSettings": "settings",
-    "cache_key": "answers",
     "create_app": "api",
     "default_rate_limit": "settings",
     "listen": "workers",

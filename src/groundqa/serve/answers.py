@@ -1,17 +1,15 @@
 """What the routes return: answers through the result cache, documents, chunks, probes.
 
-The cache key is the normalised request plus the index fingerprint, so a rebuilt
-index never serves an answer computed on the old one. A failed generation is
+The cache key is the request's `Query` (every field of it, normalised) plus the
+index fingerprint, so a rebuilt index never serves an answer computed on the old
+one and a new field cannot be left out of the key. A failed generation is
 never cached, and an error raises before anything is cached or streamed. No
 function here reads a file: documents and chunks come from the loaded index.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from groundqa.engine import Engine
@@ -22,47 +20,6 @@ from groundqa.models import CLOSEST_MATCHES, Answer, Chunk, Hit, uri_for
 from groundqa.serve.cache import Cache
 from groundqa.serve.events import answer_events, answer_pieces, sse
 from groundqa.serve.requests import QueryRequest
-
-
-def _normal_facets(facets: Mapping[str, Any]) -> dict[str, Any]:
-    def normal(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {mode: normal(v) for mode, v in value.items()}
-        return sorted([value] if isinstance(value, str) else value)
-
-    return {k: normal(v) for k, v in sorted(facets.items())}
-
-
-def cache_key(request: QueryRequest, fingerprint: str) -> str:
-    """Equal for requests that must get the same answer from the same index build."""
-    normal = {
-        "question": " ".join(request.question.split()).casefold(),
-        "k": request.k,
-        "retriever": request.retriever,
-        "generator": request.generator,
-        "filters": _normal_facets(request.filters),
-        "scope": _normal_facets(request.scope),
-        "auto_location": request.auto_location,
-        "as_of": (request.as_of or dt.date.today()).isoformat(),
-        "index": fingerprint,
-    }
-    text = json.dumps(normal, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _ask_args(request: QueryRequest, options: GeneratorOptions) -> dict[str, Any]:
-    return {
-        "k": request.k,
-        "filters": request.filters,
-        "scope": request.scope,
-        "auto_scope": request.auto_location,
-        "retriever": request.retriever,
-        "generator": request.generator,
-        "options": options,
-        "temperature": request.temperature,
-        "max_tokens": request.max_tokens,
-        "as_of": request.as_of,
-    }
 
 
 def _explained(request: QueryRequest, result: dict[str, Any]) -> dict[str, Any]:
@@ -95,11 +52,12 @@ def answer(
     engine: Engine, cache: Cache, ttl: int, request: QueryRequest, options: GeneratorOptions
 ) -> dict[str, Any]:
     """The Answer as a dict plus `cache`: hit, miss, or off. Errors raise and are never cached."""
-    key = cache_key(request, engine.fingerprint)
+    query = request.query(options)
+    key = query.cache_key(engine.fingerprint)
     cached = _cached(cache, key, request)
     if cached is not None:
         return _explained(request, cached)
-    result = engine.ask(request.question, **_ask_args(request, options)).to_dict()
+    result = engine.ask(query).to_dict()
     return _explained(request, _finish(cache, key, ttl, result))
 
 
@@ -109,12 +67,13 @@ def stream_events(
     """SSE for one question: `passages`, `answer` text pieces as the generator makes them,
     then `done` with the whole answer. A usage error raises before the first event is
     produced, so the caller can still answer with the error shape."""
-    key = cache_key(request, engine.fingerprint)
+    query = request.query(options)
+    key = query.cache_key(engine.fingerprint)
     cached = _cached(cache, key, request)
     if cached is not None:
         done = _explained(request, cached)
         return answer_events(cached["passages"], answer_pieces(cached["answer"]), lambda: done)
-    events = engine.ask_stream(request.question, **_ask_args(request, options))
+    events = engine.ask_stream(query)
     hits = next(events)  # validation, generator lookup and retrieval happen here
     assert isinstance(hits, list)
 

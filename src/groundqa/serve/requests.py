@@ -12,7 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from groundqa.query import MAX_K, MAX_QUESTION_CHARS
+from groundqa.providers import GeneratorOptions
+from groundqa.query import MAX_K, MAX_QUESTION_CHARS, Query
 
 MAX_FILTER_KEYS = 20
 
@@ -80,6 +81,23 @@ class QueryRequest(BaseModel):
         description="For a refusal, also list the closest sections under `closest_matches` "
         "(never cited: they did not answer the question).",
     )
+
+    def query(self, options: GeneratorOptions) -> Query:
+        """The Query this request asks; `options` are the server's backend settings.
+        (`explain` shapes the response, not the answer, so it is not part of it.)"""
+        return Query(
+            self.question,
+            k=self.k,
+            filters=self.filters,
+            scope=self.scope,
+            auto_scope=self.auto_location,
+            retriever=self.retriever,
+            generator=self.generator,
+            options=options,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            as_of=self.as_of,
+        )
 
 
 class EvalRequest(BaseModel):
