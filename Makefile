@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 DEMO    = .demo
 REF     = .venv-ref
-# One thread pool on two cores: BLAS stays single-threaded, see README "Performance".
+# One thread pool on two cores: BLAS stays single-threaded, see docs/development.md.
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 

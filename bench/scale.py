@@ -47,7 +47,7 @@ QUERIES = 200
 HEAD = 100  # the most frequent made-up words, which play the part of stopwords
 SCALES = tuple(int(n) for n in os.environ.get("BENCH_SCALES", "10000,100000").split(","))
 SCALE_WORK = WORK.parent / ".work-scale"
-# The results file: `scale` for make bench; the 1M run is written apart (see the README).
+# The results file: `scale` for make bench; the 1M run is written apart (see docs/postgres.md).
 RESULT = os.environ.get("BENCH_SCALE_RESULT", "scale")
 
 

@@ -82,7 +82,7 @@ def test_example_corpus_figures(tmp_path: Path) -> None:
         "out-of-scope refused": "refused_out_of_scope",
         "near-miss refused": "refused_near_miss",
         "false refusals (answerable)": "false_refusal",
-        "answer contains the expected fact, from the cited passage": "answer_grounded",
+        "answer contains the expected fact, from a cited expected section": "answer_grounded",
     }
     text = block(doc("evaluation.md"), "eval:regpack")
     assert text.splitlines()[0] == (

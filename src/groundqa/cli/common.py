@@ -176,7 +176,7 @@ def retriever_option(f: Any) -> Any:
         "--retriever",
         default=None,
         help="bm25, dense or hybrid, with options such as hybrid+weighted or bm25+cap=2 "
-        "(see README); default: hybrid+weighted=0.5/0.5+defs where the index has vectors, "
+        "(see docs/pipeline/retrieve.md); default: hybrid+weighted=0.5/0.5+defs where the index has vectors, "
         "else bm25+defs.",
     )(f)
 

@@ -15,7 +15,7 @@ Two runtimes, one model:
 Both truncate to 256 word pieces (the model's `max_seq_length`), mean-pool over
 the attention mask and L2-normalise, as sentence-transformers does. Texts are
 batched by length so padding stays small. `bench/embedder.py` measures speed,
-install size and agreement with the reference model; the README quotes it.
+install size and agreement with the reference model; docs/pipeline/index.md quotes it.
 """
 
 from __future__ import annotations

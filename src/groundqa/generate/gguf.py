@@ -7,8 +7,8 @@ downloaded: PATH must name a file on disk. Thread count is capped at the
 machine's cores so llama.cpp does not fight another thread pool.
 
 It refuses a path that does not exist or is not a GGUF file, and names the pip
-line when llama-cpp-python is not installed (it compiles from source; see the
-README for the build flags this machine needs).
+line when llama-cpp-python is not installed (it compiles from source; see
+docs/pipeline/generate.md for the build flags this machine needs).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class GGUFGenerator:
             except ModuleNotFoundError:
                 raise UsageError(
                     "gguf: needs llama-cpp-python: pip install 'groundqa[gguf]' "
-                    "(it compiles; see the README for the CMAKE_ARGS)"
+                    "(it compiles; see docs/pipeline/generate.md for the CMAKE_ARGS)"
                 ) from None
             try:
                 self._model = Llama(
