@@ -21,7 +21,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from groundqa.audit import audit_answer, audit_notes
+from groundqa.audit import audited
 from groundqa.embed import Embedder, EmbedderOptions, Matrix
 from groundqa.errors import GenerationError
 from groundqa.gate import Gate, gate_features, gate_for
@@ -29,7 +29,7 @@ from groundqa.generate import Evidence, Generation, Generator, get_generator
 from groundqa.index.base import Store
 from groundqa.index.manifest import Manifest
 from groundqa.index.open import open_store
-from groundqa.models import REFUSAL, Answer, Chunk, Citation, Hit
+from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.providers import GeneratorOptions
 from groundqa.query import Query, check_k
 from groundqa.read import Reader, Reading
@@ -257,7 +257,7 @@ class Engine:
         )
         if not decision.answer:
             timings["total"] = (time.perf_counter() - started) * 1000
-            yield _audited(replace(base, timings_ms=timings))
+            yield audited(replace(base, timings_ms=timings))
             return
         result: Generation | None = None
         error: str | None = None
@@ -283,7 +283,7 @@ class Engine:
             )
             return
         citations = () if result.refused else result.citations
-        yield _audited(
+        yield audited(
             replace(
                 base,
                 answer=REFUSAL if result.refused else result.text,
@@ -292,26 +292,8 @@ class Engine:
                 refused_by="generator" if result.refused else None,
                 prompt_version=result.prompt_version,
                 timings_ms=timings,
-                notes=self.version_notes(citations, query.as_of),
+                notes=self.versions.notes(
+                    (c.doc_id for c in citations), query.as_of or dt.date.today()
+                ),
             )
         )
-
-    def version_notes(
-        self, citations: Sequence[Citation], as_of: dt.date | None = None
-    ) -> tuple[str, ...]:
-        """A line for each cited document that is not in force on `as_of` (today)."""
-        day = as_of or dt.date.today()
-        notes = (self.versions.note(doc, day) for doc in dict.fromkeys(c.doc_id for c in citations))
-        return tuple(n for n in notes if n)
-
-
-def _audited(answer: Answer) -> Answer:
-    """The answer with its audit attached (claims, verdicts, citation check) and the notes
-    the audit says a reader must see."""
-    t = time.perf_counter()
-    report = audit_answer(answer.answer, answer.citations, answer.passages, refused=answer.refused)
-    timings = dict(answer.timings_ms)
-    timings["audit"] = (time.perf_counter() - t) * 1000
-    timings["total"] = timings.get("total", 0.0) + timings["audit"]
-    notes = (*answer.notes, *audit_notes(report))
-    return replace(answer, audit=report, timings_ms=timings, notes=notes)

@@ -174,6 +174,11 @@ class Versions:
             kept.append(item)
         return kept
 
+    def notes(self, doc_ids: Iterable[str], as_of: dt.date) -> tuple[str, ...]:
+        """A line for each document of `doc_ids` (once each) not in force on `as_of`."""
+        found = (self.note(doc, as_of) for doc in dict.fromkeys(doc_ids))
+        return tuple(n for n in found if n)
+
     def note(self, doc_id: str, as_of: dt.date) -> str | None:
         """One line for an answer that cites `doc_id` when it is not in force on `as_of`."""
         status = self.status(doc_id, as_of)

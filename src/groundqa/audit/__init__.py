@@ -39,7 +39,7 @@ from groundqa.audit.facts import (
     split_claims,
 )
 from groundqa.audit.instructions import INJECTION_METHOD, passage_instructions
-from groundqa.audit.report import audit_answer, audit_notes
+from groundqa.audit.report import audit_answer, audit_notes, audited
 from groundqa.lexicon import Instruction, find_instructions
 from groundqa.verdicts import (
     VERDICTS,
@@ -69,6 +69,7 @@ __all__ = [
     "TokenCheck",
     "audit_answer",
     "audit_notes",
+    "audited",
     "check_citations",
     "clear_caches",
     "extract_tokens",

@@ -2,7 +2,8 @@
 
 `audit_answer` runs the three checks over an answer and the passages it was
 given, and returns one `AuditReport` (see `groundqa.verdicts` for its fields
-and its JSON). `audit_notes` gives the lines a reader must see beside the answer.
+and its JSON). `audit_notes` gives the lines a reader must see beside the answer;
+`audited` attaches both to an Answer, with the audit's own time.
 
 What the audit refuses to do: it never changes or withholds an answer, and no
 check's finding changes another's verdicts; it reports, and the reader decides.
@@ -10,12 +11,14 @@ check's finding changes another's verdicts; it reports, and the reader decides.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from groundqa.audit.citations import check_citations, citation_positions
 from groundqa.audit.facts import METHOD, Judge, ask_judge, check_claim, passage_facts, split_claims
 from groundqa.audit.instructions import instruction_warning, screen_instructions
-from groundqa.models import Citation, Hit
+from groundqa.models import Answer, Citation, Hit
 from groundqa.verdicts import AuditReport, ClaimCheck
 
 
@@ -64,3 +67,15 @@ def audit_notes(report: AuditReport) -> tuple[str, ...]:
     found in its sources. The answer still goes out with it: the reader decides."""
     warning = instruction_warning(report.injection)
     return (warning,) if warning else ()
+
+
+def audited(answer: Answer) -> Answer:
+    """The answer with its audit attached, the notes the audit says a reader must see,
+    and the audit's time added to `timings_ms` (and to the total)."""
+    t = time.perf_counter()
+    report = audit_answer(answer.answer, answer.citations, answer.passages, refused=answer.refused)
+    timings = dict(answer.timings_ms)
+    timings["audit"] = (time.perf_counter() - t) * 1000
+    timings["total"] = timings.get("total", 0.0) + timings["audit"]
+    notes = (*answer.notes, *audit_notes(report))
+    return replace(answer, audit=report, timings_ms=timings, notes=notes)
