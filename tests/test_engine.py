@@ -226,3 +226,30 @@ def test_the_gate_reads_the_expanded_question_when_the_plan_expands_acronyms(
         engine.store.lexical_search(engine.analyzer.terms(expanded.text), len(expanded.lexical))
     )
     assert expanded.lexical != plain.lexical
+
+
+@pytest.mark.parametrize(
+    ("plan", "calls"),
+    [
+        ("bm25", {"lexical_search": 1}),
+        ("dense", {"vector_search": 1}),
+        ("hybrid", {"lexical_search": 1, "vector_search": 1}),
+    ],
+)
+def test_a_ranking_alone_runs_only_the_plans_methods(
+    engine: Engine, plan: str, calls: dict[str, int]
+) -> None:
+    """`search` (ranking evaluation) skips the gate's signals: no embedding for a BM25
+    plan, no BM25 for a dense one, no document-frequency lookup; the ranking is the one
+    an ask sees."""
+    counting = CountingStore(engine.store)
+    counted = Engine(counting, engine.analyzer)  # type: ignore[arg-type]
+    question = "What is the turbine setback from a dwelling?"
+    hits = counted.search(question, depth=10, retriever=plan)
+    assert counting.calls == calls
+    assert hits == list(engine.retrieval(Query(question, retriever=plan), 10).hits)
+    # A ranking without signals is never gated: ask searches again for what the gate needs.
+    unsignalled = counted.retriever.retrieve(Query(question, retriever=plan), 10, signals=False)
+    assert not unsignalled.signals
+    answer = counted.ask(question, retriever=plan, retrieval=unsignalled)
+    assert answer == replace(engine.ask(question, retriever=plan), timings_ms=answer.timings_ms)

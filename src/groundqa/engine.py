@@ -174,8 +174,10 @@ class Engine:
         return self.retriever.retrieve(query, depth if depth is not None else query.settings()[1].k)
 
     def search(self, question: Query | str, depth: int, **fields: Any) -> list[Hit]:
-        """The ranked hits to any depth (see `retrieval`)."""
-        return list(self.retrieval(question, depth, **fields).hits)
+        """The ranked hits to any depth, and nothing else: the methods the plan does not
+        rank with are not run (ranking evaluation; see `Retriever.retrieve`)."""
+        query = Query.of(question, **fields)
+        return list(self.retriever.retrieve(query, depth, signals=False).hits)
 
     def retrieve(self, question: Query | str, k: int = 5, **fields: Any) -> list[Hit]:
         """Top-k chunks for a user's question; k is capped for interactive use."""
@@ -223,7 +225,8 @@ class Engine:
 
         `question` is a Query, or a question with Query fields as keywords. A `retrieval`
         made for this query to at least its k (evaluation retrieves deeper once and
-        asks from it) is used instead of searching again. A generator that fails gives
+        asks from it) is used instead of searching again, unless it was made without the
+        gate's signals. A generator that fails gives
         an Answer with `error` set and the passages kept.
         """
         started = time.perf_counter()
@@ -231,7 +234,7 @@ class Engine:
         gen = self.generator(query.generator, query.options)
         intent, settings = query.settings()
         check_k(settings.k)
-        if retrieval is None:
+        if retrieval is None or not retrieval.signals:
             retrieval = self.retriever.retrieve(query, settings.k)
         retrieval = retrieval.top(settings.k)
         yield list(retrieval.hits)

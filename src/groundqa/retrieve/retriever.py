@@ -62,7 +62,8 @@ class Retrieval:
     to their idf, `unknown` holds those the corpus never uses, and `bm25_ceiling`
     is the most the searched terms could score. `allowed` marks the rows filters
     and scope let through (None: all), `scope` the scope applied, `vector` the
-    query's embedding (None when the index has no vectors).
+    query's embedding (None when no vector search ran). `signals` is False for a
+    ranking made without what the gate needs (see `Retriever.retrieve`).
     """
 
     query: Query
@@ -77,6 +78,7 @@ class Retrieval:
     scope: Mapping[str, Sequence[str]] = field(default_factory=dict)
     allowed: Mask = None
     vector: Matrix | None = None
+    signals: bool = True
 
     def top(self, k: int) -> Retrieval:
         """The same retrieval with only its first `k` hits (the signals are kept whole)."""
@@ -104,6 +106,7 @@ class Retrieval:
             "allowed": None if self.allowed is None else np.flatnonzero(self.allowed).tolist(),
             "size": len(self.allowed) if self.allowed is not None else None,
             "vector": None if self.vector is None else [float(x) for x in self.vector],
+            "signals": self.signals,
         }
 
     @classmethod
@@ -124,6 +127,7 @@ class Retrieval:
             scope={k: list(v) for k, v in d.get("scope", {}).items()},
             allowed=_mask(d.get("allowed"), d.get("size")),
             vector=None if d.get("vector") is None else np.asarray(d["vector"], dtype=np.float32),
+            signals=bool(d.get("signals", True)),
         )
 
 
@@ -220,18 +224,14 @@ class Retriever:
                 merged.setdefault(key, values)
         return merged
 
-    def weights(self, question: str) -> dict[str, float]:
-        """Each topic term of the question with its idf in this index."""
-        terms = self.analyzer.query_terms(question)
-        n = self.store.num_docs
-        return {t: bm25_idf(df, n) for t, df in self.store.document_frequencies(terms).items()}
-
-    def retrieve(self, query: Query, depth: int) -> Retrieval:
+    def retrieve(self, query: Query, depth: int, *, signals: bool = True) -> Retrieval:
         """Ranked chunks to `depth`, and each method's own best, for one Query.
 
         The plan is `query.retriever` (None: this index's default, see `retrieve.plan`);
         a reranker re-scores the best `RERANK_DEPTH` (or `depth`, if more) before the
-        list is cut.
+        list is cut. With `signals` False only the ranking is made (evaluation of ranking
+        alone): the methods the plan does not use are not run, and the Retrieval cannot
+        be gated (`signals` says so).
         """
         plan = check_retriever(query.retriever or self.default_plan, self.methods)
         scope = self.scope_for(query)
@@ -261,16 +261,18 @@ class Retriever:
         keep = max(depth, RERANK_DEPTH) if rerank is not None else depth
 
         terms = self.analyzer.terms(text)
+        # The gate weighs each method's own best, whatever the plan: with `signals`, a
+        # method the plan does not rank with is still run, to SIGNAL_DEPTH.
         lexical: Ranked = []
         if plan.method != "dense":
             lexical = self.store.lexical_search(terms, max(pool, SIGNAL_DEPTH), allowed)
-        elif terms:
+        elif terms and signals:
             lexical = self.store.lexical_search(terms, SIGNAL_DEPTH, allowed)
         vector: Matrix | None = None
         dense: Ranked | None = None
-        if self.store.has_vectors:
+        deep = plan.method != "bm25"
+        if self.store.has_vectors and (deep or signals):
             vector = self.embed(text)
-            deep = plan.method != "bm25"
             dense = self.store.vector_search(
                 vector, max(pool, SIGNAL_DEPTH) if deep else SIGNAL_DEPTH, allowed
             )
@@ -303,8 +305,8 @@ class Retriever:
         if rerank is not None:
             hits = rerank.rerank(query.question, hits, top_n=depth)
         # One document-frequency lookup serves the topic weights and the BM25 ceiling.
-        topic = self.analyzer.query_terms(query.question)
-        df = self.store.document_frequencies(set(terms) | set(topic))
+        topic = self.analyzer.query_terms(query.question) if signals else []
+        df = self.store.document_frequencies(set(terms) | set(topic)) if signals else {}
         n = self.store.num_docs
         weights = {t: bm25_idf(df[t], n) for t in dict.fromkeys(topic)}
         return Retrieval(
@@ -316,10 +318,11 @@ class Retriever:
             dense=None if dense is None else tuple(dense[:SIGNAL_DEPTH]),
             weights=weights,
             unknown=frozenset(t for t in weights if df.get(t, 0) == 0),
-            bm25_ceiling=self._ceiling(terms, df),
+            bm25_ceiling=self._ceiling(terms, df) if signals else 0.0,
             scope=scope,
             allowed=allowed,
             vector=vector,
+            signals=signals,
         )
 
     def _ceiling(self, terms: Sequence[str], df: Mapping[str, int]) -> float:
