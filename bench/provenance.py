@@ -192,7 +192,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "pipeline": Benchmark(
         "The one-way pipeline: before and after, on the example corpus and SciFact",
         "bench/pipeline.py",
-        (*ASK, *EMBED, *EVALUATE, *SERVE, *REGPACK),
+        (*ASK, *EMBED, *EVALUATE, *SERVE, *REGPACK, "bench/dense.py"),
     ),
 }
 
