@@ -189,11 +189,6 @@ BENCHMARKS: dict[str, Benchmark] = {
         "bench/soak.py",
         (*ASK, *EMBED, *SERVE, "bench/serve_load.py", *REGPACK),
     ),
-    "pipeline": Benchmark(
-        "The one-way pipeline: before and after, on the example corpus and SciFact",
-        "bench/pipeline.py",
-        (*ASK, *EMBED, *EVALUATE, *SERVE, *REGPACK, "bench/dense.py"),
-    ),
 }
 
 # Where results are read from; `results` arguments below override it (tests use a temp dir).
