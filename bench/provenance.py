@@ -144,12 +144,24 @@ BENCHMARKS: dict[str, Benchmark] = {
     "scale": Benchmark(
         "Scale: index directory and PostgreSQL, 10,000 and 100,000 chunks",
         "bench/scale.py",
-        (*INDEX, f"{_PKG}/fusion.py", f"{_PKG}/models.py", "tests/pgserver.py"),
+        (
+            *INDEX,
+            f"{_PKG}/retrieve/retriever.py",
+            f"{_PKG}/fusion.py",
+            f"{_PKG}/models.py",
+            "tests/pgserver.py",
+        ),
     ),
     "scale_1m": Benchmark(
         "Scale: index directory and PostgreSQL, 1,000,000 chunks",
         "bench/scale.py",
-        (*INDEX, f"{_PKG}/fusion.py", f"{_PKG}/models.py", "tests/pgserver.py"),
+        (
+            *INDEX,
+            f"{_PKG}/retrieve/retriever.py",
+            f"{_PKG}/fusion.py",
+            f"{_PKG}/models.py",
+            "tests/pgserver.py",
+        ),
     ),
     "audit": Benchmark(
         "Audit: the token screen on SciFact claims",

@@ -131,6 +131,7 @@ def _dir_mb(path: Path) -> float:
 
 def _measure(store: Any, queries: list[tuple[list[str], np.ndarray]]) -> dict[str, Any]:
     from groundqa.fusion import Fusion
+    from groundqa.retrieve.retriever import fuse
     from groundqa.text import Analyzer
 
     analyzer = Analyzer()
@@ -139,7 +140,12 @@ def _measure(store: Any, queries: list[tuple[list[str], np.ndarray]]) -> dict[st
         "lexical": lambda i: store.lexical_search(terms[i], 10),
         "vector": lambda i: store.vector_search(queries[i][1], 10),
         "vector_exact": lambda i: store.vector_search(queries[i][1], 10, exact=True),
-        "hybrid": lambda i: store.hybrid_search(terms[i], queries[i][1], 100, None, Fusion("rrf")),
+        # What a hybrid plan runs: each method's best 100, fused (as the Retriever does).
+        "hybrid": lambda i: fuse(
+            Fusion("rrf"),
+            store.lexical_search(terms[i], 100),
+            store.vector_search(queries[i][1], 100),
+        ),
     }
     out: dict[str, Any] = {}
     for name, call in calls.items():

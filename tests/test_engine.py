@@ -174,7 +174,7 @@ class CountingStore:
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._store, name)
-        if name in ("lexical_search", "vector_search", "hybrid_search", "document_frequencies"):
+        if name in ("lexical_search", "vector_search", "document_frequencies"):
 
             def counted(*args: Any, **kwargs: Any) -> Any:
                 self.calls[name] += 1

@@ -203,7 +203,7 @@ def test_the_index_package_is_the_protocol_and_the_way_in() -> None:
         [sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, check=True
     )
     exported, loaded = done.stdout.splitlines()
-    names = "Manifest Mask Ranked Store bm25_idf current_manifest fuse is_store_url open_store"
+    names = "Manifest Mask Ranked Store bm25_idf current_manifest is_store_url open_store"
     assert exported == str(sorted([*names.split(), "set_gate"]))
     assert loaded == str(["groundqa.index.base", "groundqa.index.manifest", "groundqa.index.open"])
 

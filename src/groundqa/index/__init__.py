@@ -15,7 +15,7 @@ own package, so opening one never loads the other's dependencies.
 
 from __future__ import annotations
 
-from groundqa.index.base import Mask, Ranked, Store, bm25_idf, fuse
+from groundqa.index.base import Mask, Ranked, Store, bm25_idf
 from groundqa.index.manifest import Manifest
 from groundqa.index.open import current_manifest, is_store_url, open_store, set_gate
 
@@ -26,7 +26,6 @@ __all__ = [
     "Store",
     "bm25_idf",
     "current_manifest",
-    "fuse",
     "is_store_url",
     "open_store",
     "set_gate",

@@ -23,7 +23,6 @@ import numpy as np
 import numpy.typing as npt
 
 from groundqa.embed import Matrix
-from groundqa.fusion import Fusion
 from groundqa.index.manifest import Manifest
 from groundqa.models import Chunk
 
@@ -82,12 +81,6 @@ class Store(Protocol):
         index may answer an unfiltered query unless `exact`; a filtered one is always exact."""
         ...
 
-    def hybrid_search(
-        self, terms: Sequence[str], query: Matrix, k: int, allowed: Mask, fusion: Fusion
-    ) -> Ranked:
-        """Each method's best `k`, fused (`fusion.apply` over (bm25, dense)), best first."""
-        ...
-
     def vectors_of(self, rows: Sequence[int]) -> Matrix:
         """The stored vectors of `rows`, in that order."""
         ...
@@ -102,9 +95,3 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def fuse(fusion: Fusion, lexical: Ranked, dense: Ranked) -> Ranked:
-    """Two ranked row lists fused by `fusion`, as rows and fused scores."""
-    fused = fusion.apply([[(str(i), s) for i, s in lexical], [(str(i), s) for i, s in dense]])
-    return [(int(key), score) for key, score in fused]

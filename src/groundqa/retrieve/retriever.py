@@ -26,8 +26,8 @@ from groundqa.chunking import ChunkerSettings
 from groundqa.definitions import defined_term, defines
 from groundqa.embed import Embedder, EmbedderOptions, Matrix, get_embedder
 from groundqa.errors import UsageError
-from groundqa.fusion import cap_per_group, mmr
-from groundqa.index.base import Ranked, Store, bm25_idf, fuse
+from groundqa.fusion import Fusion, cap_per_group, mmr
+from groundqa.index.base import Ranked, Store, bm25_idf
 from groundqa.index.dense import check_embedder
 from groundqa.models import Chunk, Hit
 from groundqa.providers import GeneratorOptions
@@ -347,6 +347,12 @@ class Retriever:
             list(range(len(ranked))), relevance.tolist(), vectors @ vectors.T, k=k, lam=lam
         )
         return [ranked[i] for i in picked]
+
+
+def fuse(fusion: Fusion, lexical: Ranked, dense: Ranked) -> Ranked:
+    """Two ranked row lists fused by `fusion`, as rows and fused scores."""
+    fused = fusion.apply([[(str(i), s) for i, s in lexical], [(str(i), s) for i, s in dense]])
+    return [(int(key), score) for key, score in fused]
 
 
 def _mask(rows: Sequence[int] | None, size: int | None) -> Mask:

@@ -19,8 +19,7 @@ from pathlib import Path
 
 from groundqa.embed import Matrix
 from groundqa.errors import IndexCorruptError, UsageError
-from groundqa.fusion import Fusion
-from groundqa.index.base import Mask, Ranked, fuse
+from groundqa.index.base import Mask, Ranked
 from groundqa.index.dense import VectorIndex
 from groundqa.index.lexical import LexicalIndex, top_k
 from groundqa.index.manifest import Manifest, current_build, read_manifest
@@ -95,13 +94,6 @@ class DirectoryStore:
         self, query: Matrix, k: int, allowed: Mask = None, *, exact: bool = False
     ) -> Ranked:
         return self._vectors.search(query, k, allowed, exact=exact)
-
-    def hybrid_search(
-        self, terms: Sequence[str], query: Matrix, k: int, allowed: Mask, fusion: Fusion
-    ) -> Ranked:
-        return fuse(
-            fusion, self.lexical_search(terms, k, allowed), self.vector_search(query, k, allowed)
-        )
 
     def vectors_of(self, rows: Sequence[int]) -> Matrix:
         out: Matrix = self._vectors.vectors[list(rows)]

@@ -15,8 +15,8 @@ The terms are the `Analyzer`'s: the tsvector is generated from the term counts w
 BM25 must score exactly the terms the index directory scores. A search is one SQL round
 trip: the GIN index finds the chunks that hold a query term, and BM25 (Lucene idf, the
 formula bm25s uses) is summed from their term counts; vectors are compared exactly, or
-through HNSW; hybrid runs both in one statement, and plain reciprocal-rank fusion is
-done in SQL too.
+through HNSW. Hybrid retrieval runs the two searches and fuses them in Python, as for
+the directory store (`retrieve.retriever`).
 
 An ingest holds an advisory lock (a second one fails at once), writes a new build's
 tables in batches, each batch its own transaction, and marks the build complete and

@@ -2,9 +2,8 @@
 
 A search is one SQL round trip: the GIN index finds the chunks that hold a query term,
 and BM25 (Lucene idf, the formula bm25s uses) is summed from their term counts; vectors
-are compared exactly, or through HNSW; hybrid runs both in one statement, and plain
-reciprocal-rank fusion is done in SQL too. The SQL of each search is built here, beside
-the code that reads its rows.
+are compared exactly, or through HNSW; the retriever fuses the two lists for hybrid.
+The SQL of each search is built here, beside the code that reads its rows.
 
 This module only reads: it opens the build that is current when the store is opened and
 keeps to it (`reopen` moves to a newer one), refuses a build that is incomplete or whose
@@ -28,8 +27,7 @@ from groundqa.errors import (
     StoreUnavailableError,
     UsageError,
 )
-from groundqa.fusion import Fusion
-from groundqa.index.base import Mask, Ranked, fuse
+from groundqa.index.base import Mask, Ranked
 from groundqa.index.manifest import Manifest
 from groundqa.index.postgres.schema import (
     CONNECT_TIMEOUT_S,
@@ -194,43 +192,6 @@ class PostgresStore:
         found = self._fetch_with_vectors(sql_text, params, k, exact or allowed is not None)
         return [(int(r), float(s)) for r, s in found]
 
-    def hybrid_search(
-        self, terms: Sequence[str], query: Matrix, k: int, allowed: Mask, fusion: Fusion
-    ) -> Ranked:
-        """Both rankings in one statement; plain reciprocal-rank fusion is done in SQL."""
-        if k <= 0:
-            return []
-        if not any(terms):
-            return fuse(fusion, [], self.vector_search(query, k, allowed))
-        from psycopg import sql
-
-        lex, lex_params = self._lexical_sql(terms, k, allowed)
-        vec, vec_params = self._vector_sql(query, k, allowed)
-        params = {**lex_params, **vec_params}
-        if fusion.method == "rrf":
-            weights = fusion.weights or (1.0, 1.0)
-            params.update(rrf_k=fusion.k, w_lex=weights[0], w_vec=weights[1], k=k)
-            statement = sql.SQL(
-                "WITH lex AS ({lex}), vec AS ({vec}), ranked AS ("
-                " SELECT row, %(w_lex)s::float8 / (%(rrf_k)s + rank) AS s, rank FROM"
-                "  (SELECT row, row_number() OVER (ORDER BY score DESC, row) AS rank FROM lex) l"
-                " UNION ALL"
-                " SELECT row, %(w_vec)s::float8 / (%(rrf_k)s + rank), rank FROM"
-                "  (SELECT row, row_number() OVER (ORDER BY score DESC, row) AS rank FROM vec) v)"
-                " SELECT row, sum(s) AS fused FROM ranked GROUP BY row"
-                " ORDER BY fused DESC, min(rank), row::text"
-            ).format(lex=lex, vec=vec)
-            found = self._fetch_with_vectors(statement, params, k, allowed is not None)
-            return [(int(r), float(s)) for r, s in found]
-        statement = sql.SQL(
-            "WITH lex AS ({lex}), vec AS ({vec}) "
-            "SELECT 0, row, score FROM lex UNION ALL SELECT 1, row, score FROM vec"
-        ).format(lex=lex, vec=vec)
-        found = self._fetch_with_vectors(statement, params, k, allowed is not None)
-        lexical = sorted(((int(r), float(s)) for m, r, s in found if m == 0), key=_best_first)
-        dense = sorted(((int(r), float(s)) for m, r, s in found if m == 1), key=_best_first)
-        return fuse(fusion, lexical, dense)
-
     def vectors_of(self, rows: Sequence[int]) -> Matrix:
         if not self.has_vectors:
             raise UsageError(f"{self.location} has no vectors; rebuild it without --no-dense")
@@ -376,10 +337,6 @@ class PostgresStore:
             cur.execute("SELECT set_config('enable_seqscan', 'off', true)")
         else:
             cur.execute("SELECT set_config('enable_indexscan', 'off', true)")
-
-
-def _best_first(item: tuple[int, float]) -> tuple[float, int]:
-    return (-item[1], item[0])
 
 
 def read_current_manifest(url: str) -> Manifest:
