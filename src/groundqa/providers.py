@@ -221,20 +221,22 @@ def post_lines(call: HttpCall, body: Mapping[str, Any]) -> Iterator[str]:
         ) from None
 
 
+def stream_object(call: HttpCall, number: int, text: str) -> dict[str, Any]:
+    """Line `number` of a stream read as one JSON object, or a malformed-reply error."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        raise call.malformed(f"stream line {number} is not JSON: {shorten(text, 80)!r}") from None
+    if not isinstance(obj, dict):
+        raise call.malformed(f"stream line {number} is not a JSON object")
+    return obj
+
+
 def json_lines(call: HttpCall, lines: Iterable[str]) -> Iterator[dict[str, Any]]:
     """Each non-blank line as a JSON object (NDJSON)."""
     for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            raise call.malformed(
-                f"stream line {number} is not JSON: {shorten(line, 80)!r}"
-            ) from None
-        if not isinstance(obj, dict):
-            raise call.malformed(f"stream line {number} is not a JSON object")
-        yield obj
+        if line.strip():
+            yield stream_object(call, number, line)
 
 
 def sse_data(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
@@ -432,4 +434,5 @@ __all__ = [
     "shown_url",
     "source_header",
     "sse_data",
+    "stream_object",
 ]

@@ -28,7 +28,6 @@ stops before `[DONE]` without a finish reason is a `GenerationError`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,8 +47,8 @@ from groundqa.providers import (
     require_model,
     server_message,
     sse_data,
+    stream_object,
 )
-from groundqa.text import shorten
 
 
 @dataclass
@@ -103,14 +102,7 @@ class OpenAIGenerator:
         for number, payload in sse_data(post_lines(call, self.request(evidence, stream=True))):
             if payload == "[DONE]":
                 return
-            try:
-                event = json.loads(payload)
-            except ValueError:
-                raise call.malformed(
-                    f"stream line {number} is not JSON: {shorten(payload, 80)!r}"
-                ) from None
-            if not isinstance(event, dict):
-                raise call.malformed(f"stream line {number} is not a JSON object")
+            event = stream_object(call, number, payload)
             if "error" in event:
                 raise call.error(f"openai reported an error: {server_message(payload)}")
             choices = event.get("choices")
