@@ -11,7 +11,7 @@ import pytest
 
 from groundqa.errors import UsageError
 from groundqa.providers import GeneratorOptions
-from groundqa.query import MAX_K, MAX_QUESTION_CHARS, Query
+from groundqa.query import MAX_HISTORY_TURNS, MAX_K, MAX_QUESTION_CHARS, Query, Turn
 
 BASE = Query("Which trees are protected?", filters={"state": ["Avonia", "Belmarsh"]})
 
@@ -30,6 +30,8 @@ OTHER_VALUE: dict[str, Any] = {
     "temperature": 0.7,
     "max_tokens": 256,
     "as_of": dt.date(2020, 1, 1),
+    "history": (Turn("user", "Which trees are protected in Avonia?"),),
+    "earlier_turns": 3,
 }
 
 EVERYTHING = Query(
@@ -45,6 +47,7 @@ EVERYTHING = Query(
     temperature=0.2,
     max_tokens=300,
     as_of=dt.date(2024, 2, 29),
+    history=(Turn("user", "What must a NEER report cover?"), Turn("assistant", "Emissions [1].")),
 )
 
 
@@ -152,3 +155,25 @@ def test_a_copy_with_overrides_is_checked_again() -> None:
     assert Query.of(BASE, k=4).k == 4 and BASE.k is None
     assert "k must be between" in _usage_message(lambda: Query.of(BASE, k=0))
     assert "k must be between" in _usage_message(lambda: dataclasses.replace(BASE, k=0))
+
+
+def test_a_long_history_keeps_its_last_turns_and_counts_the_rest() -> None:
+    turns = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i}"} for i in range(1000)
+    ]
+    query = Query("and in winter?", history=turns)
+    assert len(query.history) == MAX_HISTORY_TURNS
+    assert query.history[-1] == Turn("assistant", "turn 999")
+    assert query.earlier_turns == 1000 - MAX_HISTORY_TURNS
+    # A copy keeps the count: its history is already within the limit.
+    assert dataclasses.replace(query, k=3).earlier_turns == 1000 - MAX_HISTORY_TURNS
+
+
+def test_a_history_turn_is_checked() -> None:
+    with pytest.raises(UsageError, match="user or assistant"):
+        Query("and then?", history=[{"role": "system", "content": "be brief"}])
+    with pytest.raises(UsageError, match="role"):
+        Query("and then?", history=[{"text": "no role"}])
+    # Empty turns are dropped; spacing is folded.
+    query = Query("and then?", history=[{"role": "user", "content": "  "}, Turn("user", "a\n b")])
+    assert query.history == (Turn("user", "a b"),)

@@ -1,6 +1,6 @@
 """The Engine: one opened index, and the ask pipeline over it.
 
-    Query -> retrieve -> Retrieval -> read -> Reading -> gate -> GateDecision
+    Query -> (follow-up made standalone) -> retrieve -> Retrieval -> read -> Reading -> gate -> GateDecision
           -> generate -> Generation -> audit -> Answer
 
 Each arrow carries one frozen object, made once: the gate's features come from
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from groundqa.audit import audited
+from groundqa.conversation import Followup, Vocabulary, standalone
 from groundqa.embed import Embedder, EmbedderOptions, Matrix
 from groundqa.errors import GenerationError
 from groundqa.gate import Gate, gate_features, gate_for
@@ -54,6 +55,7 @@ class Engine:
         self.passage_text = PassageTerms(analyzer)
         self.reader = Reader(self.passage_text, section_path=self.retriever.section_path)
         self.gate: Gate = gate_for(store.manifest.gate, store.manifest.fingerprint)
+        self.vocabulary = Vocabulary(analyzer.query_terms, self._place_words)
         self._generators: dict[tuple[str, GeneratorOptions], Generator] = {}
 
     @classmethod
@@ -163,7 +165,37 @@ class Engine:
             gen = self._generators[key] = get_generator(spec, key[1])
         return gen
 
+    def _place_words(self, text: str) -> set[str]:
+        """The folded words of the places (metadata values) that `text` names."""
+        named = self.facets.detect_scope(text)
+        return {w for values in named.values() for v in values for w in v.casefold().split()}
+
     # The pipeline ------------------------------------------------------------------------
+
+    def followup(self, question: Query | str, **fields: Any) -> Followup:
+        """How the query's question reads against its `history`: rewritten by the query's
+        generator when that is a language model, else by the rule (see `conversation`)."""
+        query = Query.of(question, **fields)
+        if not query.history:
+            return Followup(query.question, query.question, earlier_turns=query.earlier_turns)
+        gen = self.generator(query.generator, query.options)
+        return standalone(
+            query.question,
+            query.history,
+            self.vocabulary,
+            complete=getattr(gen, "complete", None),
+            model=gen.name,
+            earlier_turns=query.earlier_turns,
+        )
+
+    def resolve(self, question: Query | str, **fields: Any) -> tuple[Query, Followup]:
+        """The query to retrieve and answer for: a follow-up made standalone, without its
+        history (a query without history is itself)."""
+        query = Query.of(question, **fields)
+        followup = self.followup(query)
+        if not query.history:
+            return query, followup
+        return replace(query, question=followup.standalone, history=(), earlier_turns=0), followup
 
     def retrieval(
         self, question: Query | str, depth: int | None = None, **fields: Any
@@ -230,7 +262,8 @@ class Engine:
         an Answer with `error` set and the passages kept.
         """
         started = time.perf_counter()
-        query = Query.of(question, **fields)
+        query, followup = self.resolve(question, **fields)
+        t_resolved = time.perf_counter()
         gen = self.generator(query.generator, query.options)
         intent, settings = query.settings()
         check_k(settings.k)
@@ -243,11 +276,13 @@ class Engine:
         decision = self.gate.decide(retrieval.weights, gate_features(retrieval, reading))
         t_gated = time.perf_counter()
         timings = {
-            "retrieve": (t_retrieved - started) * 1000,
+            "retrieve": (t_retrieved - t_resolved) * 1000,
             "gate": (t_gated - t_retrieved) * 1000,
         }
+        if followup.turns_used:
+            timings["rewrite"] = (t_resolved - started) * 1000
         base = Answer(
-            question=query.question,
+            question=followup.question,
             answer=REFUSAL,
             refused=True,
             citations=(),
@@ -257,6 +292,8 @@ class Engine:
             generator=gen.name,
             scope={k: list(v) for k, v in retrieval.scope.items()},
             intent=intent,
+            notes=followup.notes(),
+            standalone_question=followup.standalone if followup.rewritten else None,
         )
         if not decision.answer:
             timings["total"] = (time.perf_counter() - started) * 1000
@@ -295,7 +332,8 @@ class Engine:
                 refused_by="generator" if result.refused else None,
                 prompt_version=result.prompt_version,
                 timings_ms=timings,
-                notes=self.versions.notes(
+                notes=base.notes
+                + self.versions.notes(
                     (c.doc_id for c in citations), query.as_of or dt.date.today()
                 ),
             )

@@ -267,6 +267,13 @@ class Citation:
             "clause": self.clause,
         }
 
+    def source_line(self) -> str:
+        """One plain line naming where `[n]` points: section, clause, page and link."""
+        where = "".join(
+            f", {part}" for part in (self.clause, f"p. {self.page}" if self.page else None) if part
+        )
+        return f"[{self.n}] {self.section}{where} <{self.uri}>"
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Citation:
         return cls(
@@ -349,6 +356,18 @@ class Answer:
     intent: str | None = None
     # Things a reader must know about the sources, e.g. that a cited version is superseded.
     notes: tuple[str, ...] = ()
+    # A follow-up's standalone form, when the conversation changed what was asked.
+    standalone_question: str | None = None
+
+    def with_sources(self) -> str:
+        """The answer as plain text for a chat: its `[n]` markers, then a `Sources:` list,
+        then its notes. A refusal is the refusal sentence alone."""
+        if self.refused or not self.citations:
+            return self.answer
+        lines = [self.answer, "", "Sources:", *(c.source_line() for c in self.citations)]
+        if self.notes:
+            lines += ["", *(f"Note: {n}" for n in self.notes)]
+        return "\n".join(lines)
 
     @property
     def confidence(self) -> float:
@@ -373,6 +392,7 @@ class Answer:
             "prompt_version": self.prompt_version,
             "intent": self.intent,
             "notes": list(self.notes),
+            "standalone_question": self.standalone_question,
         }
 
     @classmethod
@@ -392,6 +412,7 @@ class Answer:
             prompt_version=d.get("prompt_version"),
             intent=d.get("intent"),
             notes=tuple(d.get("notes", ())),
+            standalone_question=d.get("standalone_question"),
             timings_ms={k: float(v) for k, v in d.get("timings_ms", {}).items()},
         )
 

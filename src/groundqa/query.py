@@ -27,6 +27,12 @@ MAX_K = 100
 MAX_QUESTION_CHARS = 2000
 MAX_TEMPERATURE = 2.0
 MAX_TOKENS = 8192
+# Earlier turns of a conversation a follow-up is read against: the last three exchanges.
+# A longer history is accepted and cut to these, and the answer says how many were left out.
+MAX_HISTORY_TURNS = 6
+# An earlier turn is read up to this many characters (an assistant's answer can be long).
+MAX_TURN_CHARS = 2000
+ROLES = ("user", "assistant")
 
 FacetValue = str | Sequence[str]
 # A filter value: one value, a list (any of them), or {"all": [...]} / {"any": [...]}.
@@ -69,6 +75,35 @@ def _normal(value: Any) -> Any:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One earlier message of a conversation: who said it (`user` or `assistant`) and what."""
+
+    role: str
+    content: str
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise UsageError(f"a turn's role must be user or assistant, got {self.role!r}")
+        object.__setattr__(self, "content", " ".join(str(self.content).split())[:MAX_TURN_CHARS])
+
+    @classmethod
+    def of(cls, turn: Turn | Mapping[str, Any]) -> Turn:
+        """A Turn, or one from a `{"role", "content"}` mapping (the chat APIs' shape)."""
+        if isinstance(turn, Turn):
+            return turn
+        if not isinstance(turn, Mapping) or "role" not in turn or "content" not in turn:
+            raise UsageError(
+                'each turn of a history is {"role": "user"|"assistant", "content": "..."}'
+            )
+        return cls(str(turn["role"]), str(turn["content"]))
+
+
+def _history(turns: Sequence[Turn | Mapping[str, Any]]) -> tuple[Turn, ...]:
+    """Turns as Turns, without empty ones, oldest first."""
+    return tuple(t for t in (Turn.of(x) for x in turns) if t.content)
+
+
+@dataclass(frozen=True)
 class Query:
     """One question and everything the asker said about how to answer it.
 
@@ -77,7 +112,9 @@ class Query:
     `retriever` is a plan such as `hybrid+cap=2` (None: the index's default),
     `reranker` a reranker spec, `generator` a generator spec; `options` reach a
     network backend. `as_of` picks the version of a document in force that day
-    (None: today).
+    (None: today). `history` holds the conversation's earlier turns, oldest first:
+    a follow-up is made standalone from them before retrieval (see `conversation`).
+    Only the last MAX_HISTORY_TURNS are kept; `earlier_turns` counts those left out.
     """
 
     question: str
@@ -92,6 +129,8 @@ class Query:
     temperature: float | None = None
     max_tokens: int | None = None
     as_of: dt.date | None = None
+    history: Sequence[Turn] = ()
+    earlier_turns: int = 0
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # a frozen dataclass normalises itself through here
@@ -112,6 +151,10 @@ class Query:
         set_(self, "scope", _plain(self.scope or {}))
         set_(self, "retriever", self.retriever.strip() or None if self.retriever else None)
         set_(self, "reranker", self.reranker.strip() or None if self.reranker else None)
+        history = _history(self.history or ())
+        kept = history[-MAX_HISTORY_TURNS:]
+        set_(self, "history", kept)
+        set_(self, "earlier_turns", max(0, self.earlier_turns) + len(history) - len(kept))
 
     @classmethod
     def of(cls, query: Query | str, **overrides: Any) -> Query:
@@ -135,6 +178,8 @@ class Query:
                 value = {"base_url": value.base_url, "timeout_s": value.timeout_s}
             elif isinstance(value, dt.date):
                 value = value.isoformat()
+            elif f.name == "history":
+                value = [{"role": t.role, "content": t.content} for t in value]
             out[f.name] = value
         return out
 
@@ -169,11 +214,13 @@ class Query:
 
 
 __all__ = [
+    "MAX_HISTORY_TURNS",
     "MAX_K",
     "MAX_QUESTION_CHARS",
     "Filters",
     "Query",
     "Scope",
+    "Turn",
     "check_k",
     "check_question",
 ]

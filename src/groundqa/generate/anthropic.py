@@ -143,6 +143,17 @@ class AnthropicGenerator:
                 f"anthropic stream from {shown_url(call.url)} broke off: {exc}"
             ) from None
 
+    def complete(self, system: str, user: str, max_tokens: int) -> str:
+        """The model's reply to one plain prompt (used to rewrite follow-up questions)."""
+        with self._errors(self.http_call()), self._client() as client:
+            message = client.messages.create(
+                model=self.model,
+                max_tokens=max_tokens,
+                system=system,
+                messages=[{"role": "user", "content": user}],
+            )
+        return "".join(block.text for block in message.content if block.type == "text")
+
     def generate(self, evidence: Evidence) -> Generation:
         early = refuse_without_sources(evidence, PROMPT_VERSION)
         if early is not None:

@@ -23,7 +23,7 @@ from typing import Any
 from groundqa.errors import GenerationError, UsageError
 from groundqa.generate import Evidence, Generation, GeneratorOptions
 from groundqa.generate.llm import finish, refuse_without_sources, relay
-from groundqa.generate.prompts import PROMPT_VERSION, build_messages
+from groundqa.generate.prompts import PROMPT_VERSION, build_messages, plain_messages
 
 GGUF_MAGIC = b"GGUF"
 
@@ -79,15 +79,24 @@ class GGUFGenerator:
         return self._model
 
     def _completion(self, evidence: Evidence, *, stream: bool) -> Any:
+        s = evidence.settings
+        return self._chat(build_messages(evidence), s.temperature, s.max_tokens, stream=stream)
+
+    def _chat(
+        self, messages: list[dict[str, str]], temperature: float, max_tokens: int, *, stream: bool
+    ) -> Any:
         try:
             return self._llama().create_chat_completion(
-                messages=build_messages(evidence),
-                temperature=evidence.settings.temperature,
-                max_tokens=evidence.settings.max_tokens,
-                stream=stream,
+                messages=messages, temperature=temperature, max_tokens=max_tokens, stream=stream
             )
         except ValueError as exc:  # e.g. the prompt does not fit the context window
             raise GenerationError(f"gguf: {self.path.name} could not answer: {exc}") from None
+
+    def complete(self, system: str, user: str, max_tokens: int) -> str:
+        """The model's reply to one plain prompt (used to rewrite follow-up questions)."""
+        with self._lock:
+            reply = self._chat(plain_messages(system, user), 0.0, max_tokens, stream=False)
+        return str(reply["choices"][0]["message"].get("content") or "")
 
     def generate(self, evidence: Evidence) -> Generation:
         early = refuse_without_sources(evidence, PROMPT_VERSION)

@@ -23,7 +23,7 @@ from typing import Any
 
 from groundqa.generate import Evidence, Generation, GeneratorOptions
 from groundqa.generate.llm import finish, refuse_without_sources, relay
-from groundqa.generate.prompts import PROMPT_VERSION, build_messages
+from groundqa.generate.prompts import PROMPT_VERSION, build_messages, plain_messages
 from groundqa.providers import (
     OLLAMA_DEFAULT_URL,
     HttpCall,
@@ -72,6 +72,17 @@ class OllamaGenerator:
                 "num_predict": evidence.settings.max_tokens,
             },
         }
+
+    def complete(self, system: str, user: str, max_tokens: int) -> str:
+        """The model's reply to one plain prompt (used to rewrite follow-up questions)."""
+        call = self.http_call()
+        body = {
+            "model": self.model,
+            "messages": plain_messages(system, user),
+            "stream": False,
+            "options": {"temperature": 0.0, "num_predict": max_tokens},
+        }
+        return ollama_reply_text(call, post_json(call, body))
 
     def generate(self, evidence: Evidence) -> Generation:
         early = refuse_without_sources(evidence, PROMPT_VERSION)

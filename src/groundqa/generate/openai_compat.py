@@ -34,7 +34,7 @@ from typing import Any
 
 from groundqa.generate import Evidence, Generation, GeneratorOptions
 from groundqa.generate.llm import finish, refuse_without_sources, relay
-from groundqa.generate.prompts import PROMPT_VERSION, build_messages
+from groundqa.generate.prompts import PROMPT_VERSION, build_messages, plain_messages
 from groundqa.providers import (
     OPENAI_DEFAULT_URL,
     HttpCall,
@@ -83,6 +83,18 @@ class OpenAIGenerator:
             "max_tokens": evidence.settings.max_tokens,
             "stream": stream,
         }
+
+    def complete(self, system: str, user: str, max_tokens: int) -> str:
+        """The model's reply to one plain prompt (used to rewrite follow-up questions)."""
+        call = self.http_call()
+        body = {
+            "model": self.model,
+            "messages": plain_messages(system, user),
+            "temperature": 0.0,
+            "max_tokens": max_tokens,
+            "stream": False,
+        }
+        return openai_reply_text(call, post_json(call, body))
 
     def generate(self, evidence: Evidence) -> Generation:
         early = refuse_without_sources(evidence, PROMPT_VERSION)

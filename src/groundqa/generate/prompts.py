@@ -56,10 +56,12 @@ def user_message(evidence: Evidence) -> str:
 
 def build_messages(evidence: Evidence) -> list[dict[str, str]]:
     """A system message with the rules and a user message with the fenced sources and question."""
-    return [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": user_message(evidence)},
-    ]
+    return plain_messages(SYSTEM_PROMPT, user_message(evidence))
+
+
+def plain_messages(system: str, user: str) -> list[dict[str, str]]:
+    """A system message and one user message, in the chat APIs' shape."""
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 __all__ = [
@@ -67,6 +69,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "build_messages",
     "fenced_source",
+    "plain_messages",
     "source_header",
     "user_message",
 ]

@@ -13,9 +13,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from groundqa.providers import GeneratorOptions
-from groundqa.query import MAX_K, MAX_QUESTION_CHARS, Query
+from groundqa.query import MAX_HISTORY_TURNS, MAX_K, MAX_QUESTION_CHARS, Query, Turn
 
 MAX_FILTER_KEYS = 20
+# Turns a request may send; only the last MAX_HISTORY_TURNS are read (the body size
+# limit bounds the rest), and the answer's notes say how many were left out.
+MAX_SENT_TURNS = 10_000
 
 Question = Annotated[
     str,
@@ -36,6 +39,15 @@ FilterFacets = Annotated[
     dict[Annotated[str, StringConstraints(max_length=200)], FilterValues],
     Field(max_length=MAX_FILTER_KEYS),
 ]
+
+
+class TurnModel(BaseModel):
+    """One earlier message of the conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["user", "assistant"]
+    content: Annotated[str, StringConstraints(max_length=100_000)]
 
 
 class QueryRequest(BaseModel):
@@ -81,6 +93,14 @@ class QueryRequest(BaseModel):
         description="For a refusal, also list the closest sections under `closest_matches` "
         "(never cited: they did not answer the question).",
     )
+    history: list[TurnModel] = Field(
+        default_factory=list,
+        max_length=MAX_SENT_TURNS,
+        description="The conversation's earlier turns, oldest first: a follow-up such as "
+        '"and in winter?" is made standalone from them before retrieval, and the answer\'s '
+        f"`standalone_question` says how it was read. Only the last {MAX_HISTORY_TURNS} "
+        "are read.",
+    )
 
     def query(self, options: GeneratorOptions) -> Query:
         """The Query this request asks; `options` are the server's backend settings.
@@ -97,6 +117,7 @@ class QueryRequest(BaseModel):
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             as_of=self.as_of,
+            history=tuple(Turn(t.role, t.content) for t in self.history),
         )
 
 
