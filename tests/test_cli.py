@@ -377,3 +377,17 @@ def test_eval_applies_each_probes_scope_unless_told_not_to(built: Path) -> None:
     metric = "cited_outside_scope"
     assert scoped["metrics"]["bm25"][metric] == 0.0
     assert ignored["metrics"]["bm25"][metric] > 0.0
+
+
+def test_chat_reads_a_follow_up_against_the_last_question_until_a_new_conversation(
+    built: Path,
+) -> None:
+    script = (
+        "What is the turbine setback from a dwelling in Northmere?\n"
+        "And from a public road?\n:new\nAnd from a public road?\n:quit\n"
+    )
+    proc = run("chat", "--index", built, stdin=script)
+    assert proc.returncode == 0, proc.stderr
+    flat = " ".join(proc.stdout.split())
+    assert flat.count('read from the previous question as: "And from a public road (') == 1
+    assert "a new conversation" in flat

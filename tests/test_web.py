@@ -397,3 +397,34 @@ def test_auto_detect_place_sends_auto_location_and_shows_the_scope(
     assert body["scope"].get("area") == ["Fennick City"]
     assert len(body["passages"]) <= 3
     expect(page.get_by_test_id("result-meta")).to_contain_text("scope: area Fennick City")
+
+
+def test_a_follow_up_is_sent_with_the_conversation_and_shows_how_it_was_read(
+    page: Any, base_url: str, tmp_path: Path
+) -> None:
+    _open(page, base_url)
+    expect(page.get_by_test_id("conversation")).to_be_hidden()
+    first = _ask(page, "What is the turbine setback from a dwelling in Northmere?")
+    assert first["standalone_question"] is None
+    expect(page.get_by_test_id("standalone")).to_be_hidden()
+    expect(page.get_by_test_id("conversation")).to_be_visible()
+
+    page.fill("#question", "And from a public road?")
+    with page.expect_request("**/query") as request_info:
+        page.click("#ask")
+    sent = json.loads(request_info.value.post_data or "{}")
+    assert [t["role"] for t in sent["history"]] == ["user", "assistant"]
+    assert sent["history"][0]["content"].startswith("What is the turbine setback")
+    standalone = page.get_by_test_id("standalone")
+    expect(standalone).to_be_visible()
+    expect(standalone).to_contain_text("Read as: And from a public road (")
+    page.screenshot(path=str(tmp_path / "followup.png"), full_page=True)
+
+    page.click("#new-conversation")
+    expect(page.get_by_test_id("conversation")).to_be_hidden()
+    page.fill("#question", "And from a public road?")
+    with page.expect_request("**/query") as request_info:
+        page.click("#ask")
+    assert json.loads(request_info.value.post_data or "{}")["history"] == []
+    expect(page.locator("#ask")).to_be_enabled()
+    expect(standalone).to_be_hidden()

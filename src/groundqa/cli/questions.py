@@ -2,7 +2,8 @@
 
 Thin shells over `Engine.ask`: they parse the options, ask, and print the Answer
 (its citations, notes, audit line and confidence). They decide nothing about an
-answer themselves; `chat` only keeps the filters and scope between questions.
+answer themselves; `chat` keeps the filters, the scope and the last turns between
+questions, so the engine can read a follow-up ("and in winter?") against them.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def _print_answer(answer: Answer, *, show_passages: bool = False, explain: bool 
                 f"[dim]§ {escape(c.section_id)}[/]"
             )
             out.print(f"    [dim]{escape(c.uri)}[/]")
+    if not answer.error:
         for note in answer.notes:
             out.print(f"[yellow]note:[/] {escape(note)}")
     if answer.scope:
@@ -209,7 +211,9 @@ def ask(
 
 CHAT_HELP = """commands: :k N (passages to retrieve)  :filter KEY=VALUE  :scope KEY=PLACE (where you are)
           :filters (show filters and scope)  :clear (filters and scope)
-          :passages (toggle listing passages)  :help  :quit"""
+          :new (a new conversation: later questions are not read as follow-ups)
+          :passages (toggle listing passages)  :help  :quit
+A question that leans on the last ones ("and in winter?") is read as a follow-up."""
 
 
 @click.command()
@@ -236,7 +240,7 @@ def chat(
 ) -> None:
     """Ask questions one after another with the index kept loaded."""
     from groundqa.engine import Engine
-    from groundqa.query import Query, check_k
+    from groundqa.query import MAX_HISTORY_TURNS, Query, Turn, check_k
     from groundqa.retrieve import check_retriever
 
     engine = Engine.open(index_dir, embedder_options(embedder_url))
@@ -247,6 +251,7 @@ def chat(
     options = generator_options(generator_url, timeout)
     filters: dict[str, list[str]] = {}
     scope: dict[str, list[str]] = {}
+    history: list[Turn] = []
     show_passages = False
     interactive = sys.stdin.isatty()
     out.print(
@@ -286,6 +291,9 @@ def chat(
                     filters.clear()
                     scope = {}
                     out.print("filters and scope cleared")
+                elif cmd == "new":
+                    history.clear()
+                    out.print("a new conversation: earlier questions are forgotten")
                 elif cmd == "passages":
                     show_passages = not show_passages
                     out.print(f"passages {'on' if show_passages else 'off'}")
@@ -308,10 +316,15 @@ def chat(
                     options=options,
                     temperature=temperature,
                     max_tokens=max_tokens,
+                    history=history,
                 )
             )
         except GroundqaError as exc:
             err.print(f"[bold red]error:[/] {escape(exc.message)}")
             continue
+        # The turns a later follow-up is read against; Query keeps only the last few.
+        history[:] = [*history, Turn("user", line), Turn("assistant", answer.answer)][
+            -MAX_HISTORY_TURNS:
+        ]
         _print_answer(answer, show_passages=show_passages)
         out.print()

@@ -12,6 +12,9 @@
   // Places are sent as the asker's scope: national rules still apply to a chosen council area.
   const PLACE_KEYS = ["area", "state"];
   const TOKEN_KEY = "groundqa.token";
+  // Earlier turns sent with each question, so the server can read a follow-up against
+  // them; it reads only the last six, so no more are kept.
+  const MAX_TURNS = 6;
   const CHECK_NAMES = { gate: "the relevance gate", generator: "the answer generator" };
 
   const $ = (id) => document.getElementById(id);
@@ -35,9 +38,13 @@
   const passagesBox = $("passages");
   const indexInfo = $("index-info");
   const footerInfo = $("footer-info");
+  const conversationBox = $("conversation");
+  const newConversation = $("new-conversation");
+  const standaloneBox = $("standalone");
 
   let authRequired = false;
   let inFlight = null;
+  let history = [];
 
   // ---- small DOM helpers (text only) -------------------------------------
 
@@ -184,7 +191,23 @@
       filters,
       scope,
       auto_location: autoLocation.checked,
+      history,
     };
+  }
+
+  function remember(body, data) {
+    history = [
+      ...history,
+      { role: "user", content: body.question },
+      { role: "assistant", content: String(data.answer || "") },
+    ].slice(-MAX_TURNS);
+    conversationBox.hidden = false;
+  }
+
+  function forget() {
+    history = [];
+    conversationBox.hidden = true;
+    question.focus();
   }
 
   async function ask(event) {
@@ -221,7 +244,9 @@
         signal: controller.signal,
       });
       if (!response.ok) throw await readError(response);
-      render(await response.json());
+      const data = await response.json();
+      render(data);
+      remember(body, data);
     } catch (err) {
       if (err.name === "AbortError") return;
       result.hidden = true; // an earlier answer must not pass for this question's
@@ -510,6 +535,8 @@
 
     citationsBox.replaceChildren();
     passagesBox.replaceChildren();
+    standaloneBox.textContent = data.standalone_question ? `Read as: ${data.standalone_question}` : "";
+    standaloneBox.hidden = !data.standalone_question;
 
     if (data.refused) {
       answerBox.replaceChildren();
@@ -557,6 +584,7 @@
   // ---- wiring ------------------------------------------------------------
 
   form.addEventListener("submit", ask);
+  newConversation.addEventListener("click", forget);
   tokenInput.addEventListener("change", () => sessionStorage.setItem(TOKEN_KEY, tokenInput.value.trim()));
   loadHealth();
 })();
