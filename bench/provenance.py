@@ -49,6 +49,7 @@ CORE = (
     f"{_PKG}/__init__.py",
     f"{_PKG}/engine.py",
     f"{_PKG}/query.py",
+    f"{_PKG}/conversation.py",
     f"{_PKG}/models.py",
     f"{_PKG}/registry.py",
     f"{_PKG}/errors.py",
@@ -130,6 +131,17 @@ BENCHMARKS: dict[str, Benchmark] = {
         "Serving: load from a second process on 127.0.0.1",
         "bench/serve_load.py",
         (*ASK, *EMBED, *SERVE, *REGPACK),
+    ),
+    "followups": Benchmark(
+        "Follow-up questions: recall@3 with and without making them standalone",
+        "bench/followups.py",
+        (
+            *ASK,
+            *EMBED,
+            *REGPACK,
+            "examples/regpack.followups.jsonl",
+            "bench/followups.heldout.jsonl",
+        ),
     ),
     "postgres_eval": Benchmark(
         "PostgreSQL store: the same evaluation through both stores",

@@ -16,6 +16,7 @@ import audit
 import crash
 import dense
 import embedder
+import followups
 import foundation
 import fuzz
 import gate
@@ -41,6 +42,7 @@ def main() -> int:
     dense.run()
     regulatory.run()
     scope.run()
+    followups.run()
     pdf.run()
     intent.run()
     gate.run()
