@@ -1,9 +1,10 @@
 """A model server on 127.0.0.1 for the tests: it records every request and answers as told.
 
-The backends we cannot reach here (Ollama, OpenAI-compatible servers, the
-embedding and reranking endpoints) are tested by running the real client code
-against a `FakeServer` whose `reply(seen, out)` speaks the provider's wire
-protocol: a whole JSON body, or a stream written piece by piece.
+The backends we cannot reach here (Ollama, OpenAI-compatible servers, Anthropic,
+Bedrock, the embedding and reranking endpoints) are tested by running the real
+client code against a `FakeServer` whose `reply(seen, out)` speaks the
+provider's wire protocol: a whole body (with the provider's headers), or a
+stream of text or bytes written piece by piece.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import contextlib
 import json
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -32,25 +33,43 @@ class Out:
         self._h = handler
         self._stop = stop
 
-    def raw(self, body: bytes, status: int = 200, ctype: str = "application/json") -> None:
+    def raw(
+        self,
+        body: bytes,
+        status: int = 200,
+        ctype: str = "application/json",
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         self._h.send_response(status)
         self._h.send_header("Content-Type", ctype)
         self._h.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self._h.send_header(name, value)
         self._h.end_headers()
         self._h.wfile.write(body)
 
     def json(self, obj: object, status: int = 200) -> None:
         self.raw(json.dumps(obj).encode(), status)
 
-    def stream(self, chunks: Sequence[str], ctype: str, *, stall_after: int | None = None) -> None:
-        # HTTP/1.0 without Content-Length: the body runs until the server closes.
+    def stream(
+        self,
+        chunks: Sequence[str | bytes],
+        ctype: str,
+        *,
+        stall_after: int | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        # HTTP/1.0 without Content-Length: the body runs until the server closes, unless
+        # `headers` promise a length or chunks (then a body cut short reads as broken).
         self._h.send_response(200)
         self._h.send_header("Content-Type", ctype)
+        for name, value in (headers or {}).items():
+            self._h.send_header(name, value)
         self._h.end_headers()
         for i, chunk in enumerate(chunks):
             if stall_after is not None and i == stall_after:
                 self.wait(3.0)
-            self._h.wfile.write(chunk.encode())
+            self._h.wfile.write(chunk.encode() if isinstance(chunk, str) else chunk)
             self._h.wfile.flush()
 
     def wait(self, seconds: float) -> None:

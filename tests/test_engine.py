@@ -106,7 +106,7 @@ def test_filter_typos_are_errors_not_empty_results(engine: Engine) -> None:
         ({"question": "trees", "retriever": "hybrid+cap=0"}, "cap must be at least 1"),
         (
             {"question": "trees", "generator": "gpt:x"},
-            "unknown generator 'gpt:x'; available: anthropic, extractive,",
+            "unknown generator 'gpt:x'; available: anthropic, bedrock, extractive,",
         ),
     ],
 )

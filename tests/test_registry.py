@@ -44,6 +44,7 @@ def test_every_kind_lists_its_built_ins() -> None:
     assert registry.available("reranker") == ["none", "cross-encoder:PATH", "llm:GENERATOR_SPEC"]
     assert registry.available("generator") == [
         "anthropic",
+        "bedrock",
         "extractive",
         "gguf",
         "ollama",
@@ -56,7 +57,7 @@ def test_every_kind_lists_its_built_ins() -> None:
     [
         ("embedder", "minilm, ollama, openai"),
         ("reranker", "none, cross-encoder:PATH, llm:GENERATOR_SPEC"),
-        ("generator", "anthropic, extractive, gguf, ollama, openai"),
+        ("generator", "anthropic, bedrock, extractive, gguf, ollama, openai"),
     ],
 )
 def test_an_unknown_name_is_one_usage_error_listing_what_is_available(
@@ -130,6 +131,7 @@ def test_a_registration_can_replace_a_built_in_and_show_its_arg() -> None:
         ("generator", "ollama:", "ollama: name a model"),
         ("generator", "openai:", "openai: name a model"),
         ("generator", "anthropic:", "anthropic: name a model"),
+        ("generator", "bedrock:", "bedrock: name a model"),
         ("generator", "gguf:", "gguf: name a model file"),
     ],
 )
@@ -145,7 +147,7 @@ def test_the_registry_alone_is_complete_and_loads_no_stage_or_sdk() -> None:
     code = """
 import sys
 from groundqa import registry
-heavy = ("httpx", "anthropic", "onnxruntime", "sentence_transformers", "llama_cpp")
+heavy = ("httpx", "anthropic", "boto3", "onnxruntime", "sentence_transformers", "llama_cpp")
 stages = ("groundqa.generate", "groundqa.embed", "groundqa.retrieve")
 print(sorted(m for m in (*heavy, *stages) if m in sys.modules))
 print(registry.available("generator"))
@@ -156,7 +158,7 @@ print(sorted(m for m in heavy if m in sys.modules))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == [
         "[]",
-        "['anthropic', 'extractive', 'gguf', 'ollama', 'openai']",
+        "['anthropic', 'bedrock', 'extractive', 'gguf', 'ollama', 'openai']",
         "extractive",
         "None",
         "[]",

@@ -54,6 +54,7 @@ _BUILTINS: dict[tuple[str, str], _Entry] = {
     ("generator", "ollama"): _Entry("groundqa.generate.ollama:OllamaGenerator.from_spec"),
     ("generator", "openai"): _Entry("groundqa.generate.openai_compat:OpenAIGenerator.from_spec"),
     ("generator", "anthropic"): _Entry("groundqa.generate.anthropic:AnthropicGenerator.from_spec"),
+    ("generator", "bedrock"): _Entry("groundqa.generate.bedrock:BedrockGenerator.from_spec"),
     ("generator", "gguf"): _Entry("groundqa.generate.gguf:GGUFGenerator.from_spec"),
 }
 

@@ -2,9 +2,9 @@
 
 One small protocol; the config string that names a backend (`extractive`, the
 offline default, `ollama:MODEL`, `openai:MODEL`, `anthropic:MODEL`,
-`gguf:PATH`) resolves through `groundqa.registry`, where built-in backends are
-entries like optional ones, imported only when asked for. A
-generator may refuse; it must never cite a passage it was not given (the audit
+`bedrock:MODEL_ID`, `gguf:PATH`) resolves through `groundqa.registry`, where
+built-in backends are entries like optional ones, imported only when asked for.
+A generator may refuse; it must never cite a passage it was not given (the audit
 checks that every `[n]` resolves). A backend that fails (unreachable, timed out,
 malformed reply, broken stream) raises `GenerationError`; the engine turns that
 into an Answer that says so and still carries the passages.
@@ -12,7 +12,7 @@ into an Answer that says so and still carries the passages.
 Network backends take their endpoint from `GeneratorOptions.base_url` or their
 provider's usual environment variable, and API keys from the environment only
 (`groundqa.providers` holds that knowledge, shared with the reranker and the
-embedders).
+embedders); `bedrock:` leaves region and credentials to boto3's own resolution.
 """
 
 from __future__ import annotations
