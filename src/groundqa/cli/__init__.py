@@ -12,6 +12,7 @@ problem (and `validate` with a BLOCK finding), 2 a usage error, 130 interrupted.
     questions   ask, chat
     measure     eval, calibrate
     server      serve
+    assist      mcp (the index as MCP tools for an assistant)
     common      the consoles, option parsers, shared options and progress bars
 """
 
@@ -24,6 +25,7 @@ import click
 from rich.markup import escape
 
 from groundqa._version import __version__
+from groundqa.cli.assist import mcp_command
 from groundqa.cli.common import err
 from groundqa.cli.corpus import ingest, inspect, validate
 from groundqa.cli.measure import calibrate, evaluate
@@ -57,5 +59,5 @@ def main() -> None:
     """Answer questions from a document corpus, and only from it, with citations."""
 
 
-for _command in (validate, ingest, inspect, ask, chat, evaluate, calibrate, serve):
+for _command in (validate, ingest, inspect, ask, chat, evaluate, calibrate, serve, mcp_command):
     main.add_command(_command)
