@@ -560,7 +560,7 @@ def test_every_failure_has_the_one_error_shape(
     assert response.headers["content-type"] == "application/json"
     body = response.json()
     assert set(body) == {"error"}
-    assert set(body["error"]) == {"status", "code", "message"}
+    assert set(body["error"]) == {"status", "code", "message", "type", "param"}
     assert body["error"]["status"] == status and body["error"]["code"] == code
     message = body["error"]["message"]
     assert isinstance(message, str) and "\n" not in message and phrase in message

@@ -499,7 +499,7 @@ def post_query(client: Any) -> Callable[[bytes, Path], None]:
         assert response.status_code < 500, (response.status_code, response.text[:300])
         if response.status_code >= 400:
             error = response.json()["error"]
-            assert set(error) == {"status", "code", "message"}, error
+            assert set(error) == {"status", "code", "message", "type", "param"}, error
             assert error["message"].strip(), error
             one_line(error["message"])
 

@@ -167,7 +167,7 @@ def load(base: str) -> tuple[int, int]:
 def assert_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
     assert response.status_code == status, response.text
     error: dict[str, Any] = response.json()["error"]
-    assert set(error) == {"status", "code", "message"}
+    assert set(error) == {"status", "code", "message", "type", "param"}
     assert error["status"] == status and error["code"] == code and error["message"]
     return error
 

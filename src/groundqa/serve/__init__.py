@@ -5,6 +5,7 @@
     requests   the pydantic request bodies
     answers    answers through the result cache, documents, chunks and probes
     events     the Server-Sent Events of /query/stream
+    chat       the OpenAI chat API (/v1/models, /v1/chat/completions) over the same answers
     limits     the request guard (token, body size) and the service limits (rate, slots, time)
     errors     the one JSON error shape, and which status each failure gets
     cache      the result cache: in-process, Redis, or off

@@ -18,7 +18,7 @@ from groundqa.evaluate import Probe
 from groundqa.generate import GeneratorOptions
 from groundqa.models import CLOSEST_MATCHES, Answer, Chunk, Hit, uri_for
 from groundqa.serve.cache import Cache
-from groundqa.serve.events import answer_events, answer_pieces, sse
+from groundqa.serve.events import answer_events, answer_pieces
 from groundqa.serve.requests import QueryRequest
 
 
@@ -61,31 +61,50 @@ def answer(
     return _explained(request, _finish(cache, key, ttl, result))
 
 
+def answer_stream(
+    engine: Engine, cache: Cache, ttl: int, request: QueryRequest, options: GeneratorOptions
+) -> tuple[list[dict[str, Any]], Iterator[str | dict[str, Any]]]:
+    """The passages, and an iterator of the answer's text pieces as the generator makes them
+    ending with the whole answer as `answer` returns it. A usage error raises here, before
+    anything is iterated, so the caller can still answer with the error shape. A cached
+    answer is cut into `answer_pieces`, so a client sees the same either way."""
+    query = request.query(options)
+    key = query.cache_key(engine.fingerprint)
+    cached = _cached(cache, key, request)
+    if cached is not None:
+        done = _explained(request, cached)
+        return cached["passages"], iter([*answer_pieces(cached["answer"]), done])
+    events = engine.ask_stream(query)
+    hits = next(events)  # validation, generator lookup and retrieval happen here
+    assert isinstance(hits, list)
+
+    def rest() -> Iterator[str | dict[str, Any]]:
+        for event in events:
+            if isinstance(event, str):
+                yield event
+            elif isinstance(event, Answer):
+                yield _explained(request, _finish(cache, key, ttl, event.to_dict()))
+
+    return [h.to_dict() for h in hits], rest()
+
+
 def stream_events(
     engine: Engine, cache: Cache, ttl: int, request: QueryRequest, options: GeneratorOptions
 ) -> Iterator[str]:
     """SSE for one question: `passages`, `answer` text pieces as the generator makes them,
     then `done` with the whole answer. A usage error raises before the first event is
     produced, so the caller can still answer with the error shape."""
-    query = request.query(options)
-    key = query.cache_key(engine.fingerprint)
-    cached = _cached(cache, key, request)
-    if cached is not None:
-        done = _explained(request, cached)
-        return answer_events(cached["passages"], answer_pieces(cached["answer"]), lambda: done)
-    events = engine.ask_stream(query)
-    hits = next(events)  # validation, generator lookup and retrieval happen here
-    assert isinstance(hits, list)
+    passages, rest = answer_stream(engine, cache, ttl, request, options)
+    done: list[dict[str, Any]] = []
 
-    def generate() -> Iterator[str]:
-        yield sse("passages", [h.to_dict() for h in hits])
-        for event in events:
-            if isinstance(event, str):
-                yield sse("answer", {"text": event})
-            elif isinstance(event, Answer):
-                yield sse("done", _explained(request, _finish(cache, key, ttl, event.to_dict())))
+    def pieces() -> Iterator[str]:
+        for item in rest:
+            if isinstance(item, str):
+                yield item
+            else:
+                done.append(item)
 
-    return generate()
+    return answer_events(passages, pieces(), lambda: done[-1])
 
 
 # ---------------------------------------------------------------- documents and chunks

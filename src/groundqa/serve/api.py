@@ -6,6 +6,8 @@
     GET  /sources/{doc_id}    a document's sections and chunks, from the loaded index
     GET  /chunks/{chunk_id}   one chunk
     POST /eval                a probe set through the evaluation harness (token required)
+    GET  /v1/models           the OpenAI model list: one model, `groundqa` (see `chat`)
+    POST /v1/chat/completions the OpenAI chat API: the last user message answered like /query
     GET  /, /app.js, /style.css   the web page
 
 Routes are thin shells: each validates its request with a pydantic model
@@ -36,6 +38,7 @@ from groundqa.evaluate import evaluate_probes
 from groundqa.generate import available as available_generators
 from groundqa.serve.answers import answer, chunk_view, document_view, parse_probes, stream_events
 from groundqa.serve.cache import make_cache
+from groundqa.serve.chat import add_chat_routes
 from groundqa.serve.errors import add_error_handlers, error_responses
 from groundqa.serve.events import EventStreamResponse
 from groundqa.serve.limits import (
@@ -230,6 +233,8 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             live.get(), parse_probes(body.probes), ks=body.k, retriever=body.retriever
         )
         return report.to_dict()
+
+    add_chat_routes(app, live.get, cache, settings)
 
     for route, (content, media_type) in web.items():
         app.add_api_route(

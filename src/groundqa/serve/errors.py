@@ -1,10 +1,13 @@
 """The one error shape of the HTTP API, and which status each failure gets.
 
-Every 4xx and 5xx response is `{"error": {"status", "code", "message"}}`, with a
-message of one line that says what to do. A `GroundqaError` keeps its `kind` as
-the code: a request the library refuses is the client's to fix (400), while a
-backend the server depends on that cannot serve (the store's database, the query
-embedder) is 503 with Retry-After, since the same request may succeed later.
+Every 4xx and 5xx response is `{"error": {"status", "code", "message", "type",
+"param"}}`, with a message of one line that says what to do. `type` and `param` are
+OpenAI's (the kind of error, and the request field at fault or null), so an OpenAI
+client reads any error of this API, not only those of the chat routes. A
+`GroundqaError` keeps its `kind` as the code: a request the library refuses is the
+client's to fix (400), while a backend the server depends on that cannot serve (the
+store's database, the query embedder) is 503 with Retry-After, since the same
+request may succeed later.
 A pydantic refusal names each bad field as the client sent it. Nothing here
 lets a traceback or an internal detail reach the client: an unexpected exception
 is a bare 500, and the server log has the rest.
@@ -39,6 +42,18 @@ ERROR_CODES = {
     504: "timeout",
 }
 
+# OpenAI's error `type` for a status; any other 5xx is a `server_error`.
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "invalid_request_error",
+    422: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
 # Seconds a client is asked to wait when a backend the server needs cannot serve (the
 # store's database, the query embedder), or when every slot and the whole queue are taken.
 RETRY_AFTER_S = 5
@@ -53,6 +68,27 @@ class ErrorDetail(BaseModel):
     status: int
     code: str
     message: str
+    type: str
+    param: str | None
+
+
+class ApiError(StarletteHTTPException):
+    """An HTTP error a route raises with its own `code`, `param` or `type` (else the status's)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        type: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(status, message, headers=dict(headers) if headers else None)
+        self.code = code
+        self.param = param
+        self.type = type
 
 
 class ErrorBody(BaseModel):
@@ -65,19 +101,35 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 def error_response(
-    status: int, message: str, code: str | None = None, headers: Mapping[str, str] | None = None
+    status: int,
+    message: str,
+    code: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    *,
+    param: str | None = None,
+    type: str | None = None,
 ) -> JSONResponse:
     """The one error shape every 4xx and 5xx response has."""
-    body = error_body(status, message, code)
+    body = error_body(status, message, code, param=param, type=type)
     return JSONResponse(body, status_code=status, headers=dict(headers or {}))
 
 
-def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+def error_body(
+    status: int,
+    message: str,
+    code: str | None = None,
+    *,
+    param: str | None = None,
+    type: str | None = None,
+) -> dict[str, Any]:
+    fallback = "server_error" if status >= 500 else "invalid_request_error"
     return {
         "error": {
             "status": status,
             "code": code or ERROR_CODES.get(status, "http_error"),
             "message": message,
+            "type": type or ERROR_TYPES.get(status, fallback),
+            "param": param,
         }
     }
 
@@ -101,7 +153,10 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
-        return error_response(422, validation_message(exc.errors(), exc.body))
+        errors = exc.errors()
+        return error_response(
+            422, validation_message(errors, exc.body), param=first_field(errors, exc.body)
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
@@ -116,7 +171,10 @@ def add_error_handlers(app: FastAPI) -> None:
                 message = f"method not allowed: {where}" + (
                     f"; allowed: {allowed}" if allowed else ""
                 )
-        return error_response(exc.status_code, message, headers=exc.headers)
+        code = param = kind = None
+        if isinstance(exc, ApiError):
+            code, param, kind = exc.code, exc.param, exc.type
+        return error_response(exc.status_code, message, code, exc.headers, param=param, type=kind)
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception) -> Response:
@@ -147,6 +205,15 @@ def _field(loc: Sequence[Any], body: Any) -> str:
         plain = isinstance(part, int) or _PLAIN_KEY.fullmatch(str(part))
         path.append(str(part) if plain else json.dumps(str(part)))
     return ".".join(path)
+
+
+def first_field(errors: Sequence[Any], body: Any) -> str | None:
+    """The first bad field as the client sent it (OpenAI's `param`), or None for the body."""
+    for error in errors:
+        field = _field(error.get("loc", ()), body)
+        if field and error.get("type") != "json_invalid":
+            return field
+    return None
 
 
 def validation_message(errors: Sequence[Any], body: Any) -> str:
