@@ -489,14 +489,14 @@ def test_cors_is_off_by_default_and_on_for_a_configured_origin(
 
 def _chunked_body() -> Iterator[bytes]:
     yield b'{"question": "'
-    for _ in range(80):
+    for _ in range(1100):
         yield b"x" * 1024
     yield b'"}'
 
 
 Q = {"question": NEER}
 JSON_TYPE = {"Content-Type": "application/json"}
-BIG = {"question": "x" * 1_000_000}
+BIG = {"question": "x" * 2_000_000}
 BAD_PROBE = {"question": "x", "kind": "maybe"}
 # name: (server, method, path, request kwargs, status, code, a phrase the message must contain)
 # fmt: off
@@ -516,7 +516,7 @@ ERROR_CASES: dict[str, tuple[str, str, str, dict[str, Any], int, str, str]] = {
     "unknown retriever": ("open", "POST", "/query", {"json": {**Q, "retriever": "dense9"}}, 400, "usage", "retriever 'dense9'"),
     "unknown generator": ("open", "POST", "/query", {"json": {**Q, "generator": "gpt-9"}}, 400, "usage", "unknown generator 'gpt-9'"),
     "bad stream request": ("open", "POST", "/query/stream", {"json": {**Q, "filters": {"colour": "red"}}}, 400, "usage", "unknown filter key"),
-    "a 1 MB question": ("open", "POST", "/query", {"json": BIG}, 413, "too_large", "the limit is 65536 bytes"),
+    "a 2 MB question": ("open", "POST", "/query", {"json": BIG}, 413, "too_large", "the limit is 1048576 bytes"),
     "a chunked body past the limit": ("open", "POST", "/query", {"content": "chunked", "headers": JSON_TYPE}, 413, "too_large", "grew past the limit"),
     "missing token": ("secured", "POST", "/query", {"json": Q}, 401, "unauthorized", "Authorization: Bearer"),
     "wrong token": ("secured", "POST", "/query", {"json": Q, "headers": {"Authorization": "Bearer nope"}}, 401, "unauthorized", "not valid"),
@@ -525,6 +525,7 @@ ERROR_CASES: dict[str, tuple[str, str, str, dict[str, Any], int, str, str]] = {
     "eval without a configured token": ("open", "POST", "/eval", {"json": {"probes": [Q]}}, 403, "forbidden", "--token"),
     "a bad probe": ("secured", "POST", "/eval", {"json": {"probes": [Q, BAD_PROBE]}, "headers": AUTH}, 400, "probe", "probes[1]: `kind`"),
     "a probe naming no section": ("secured", "POST", "/eval", {"json": {"probes": [{**Q, "expected": ["nowhere.md#x"]}]}, "headers": AUTH}, 400, "probe", "'nowhere.md#x'"),
+    "an eval body past its limit": ("secured", "POST", "/eval", {"json": {"probes": [{"question": "x" * 100_000}]}, "headers": AUTH}, 413, "too_large", "the limit is 65536 bytes"),
     "too many probes": ("secured", "POST", "/eval", {"json": {"probes": [Q] * 6}, "headers": AUTH}, 413, "too_large", "the limit is 5"),
     "unknown route": ("open", "GET", "/answers", {}, 404, "not_found", "GET /answers"),
     "unknown document": ("open", "GET", "/sources/no-such-doc.md", {}, 404, "not_found", "'no-such-doc.md'"),

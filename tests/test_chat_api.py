@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from groundqa.serve.chat import Deltas
 from tests.conftest import REGPACK
 from tests.fakes import FakeServer, Out, Seen
 from tests.test_api import NEER, OFF_TOPIC, TOKEN, VEGETATION
-from tests.test_limits import groundqa_serve
+from tests.test_limits import SERVE, groundqa_serve
 
 TURBINE = "What is the turbine setback from a dwelling?"
 PROTECTED = "How big does a tree have to be before it's protected in Fennick City?"
@@ -411,3 +412,53 @@ def test_deltas_hold_back_what_may_be_the_refusal() -> None:
     assert deltas.rest(REFUSAL) == REFUSAL
     opening = Deltas()
     assert opening.add("I") == "" and opening.add("nstalled bins must") == "Installed bins must"
+
+
+# ---------------------------------------------------------------- long chats, the default generator
+
+
+def test_a_thousand_turn_chat_is_read_by_its_last_turns_and_says_so(client: Any) -> None:
+    """A front-end sends the whole conversation each time: past the 64 KiB body limit of
+    other routes, within the conversation limit, and only the last turns are read."""
+    filler = "Tell me something about the regulations of Tarrowa in general, please. " * 4
+    earlier = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"{i}: {filler}"}
+        for i in range(999)
+    ]
+    messages = [*earlier, {"role": "user", "content": NEER}]
+    assert len(json.dumps(messages)) > 65_536
+    reply = client.chat.completions.create(model="groundqa", messages=messages)
+    notes = reply.model_extra["groundqa"]["notes"]
+    assert any("Only the last 6 turns" in n and "993 earlier turns" in n for n in notes)
+    # The question stands alone, so it is answered as it would be without the history.
+    assert reply.model_extra["groundqa"]["standalone_question"] is None
+    alone = ask(client, NEER).choices[0].message.content
+    assert reply.choices[0].message.content.startswith(alone.split("\n\nNote:")[0])
+
+
+def test_the_server_s_generator_answers_a_request_that_names_none(
+    index: Path, model: FakeServer, tmp_path: Path
+) -> None:
+    args = ("--generator", "openai:m", "--generator-url", f"{model.url}/v1")
+    with groundqa_serve(index, tmp_path, *args) as (url, _):
+        health = httpx.get(f"{url}/health", timeout=10).json()
+        assert health["default_generator"] == "openai:m"
+        with openai.OpenAI(base_url=f"{url}/v1", api_key="any", max_retries=0) as c:
+            reply = ask(c, NEER)
+        assert reply.choices[0].message.content.startswith(DUE)
+        # /query without a generator gets the server's too; one that names one keeps it.
+        named = httpx.post(f"{url}/query", json={"question": NEER}, timeout=30).json()
+        assert named["generator"] == "openai:m"
+        own = {"question": NEER, "generator": "extractive"}
+        assert httpx.post(f"{url}/query", json=own, timeout=30).json()["generator"] == "extractive"
+
+
+def test_a_wrong_server_generator_fails_before_serving(index: Path) -> None:
+    proc = subprocess.run(
+        [*SERVE, "--index", str(index), "--port", "0", "--generator", "gpt:x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "unknown generator 'gpt:x'" in proc.stderr and "Traceback" not in proc.stderr

@@ -131,7 +131,7 @@ GENERATOR_OPTIONS = [
         "--generator",
         default="extractive",
         show_default=True,
-        help="extractive, ollama:MODEL, openai:MODEL, anthropic:MODEL or gguf:PATH.",
+        help="extractive, ollama:MODEL, openai:MODEL, anthropic:MODEL, bedrock:MODEL_ID or gguf:PATH.",
     ),
     click.option(
         "--generator-url",

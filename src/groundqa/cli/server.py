@@ -51,6 +51,13 @@ from groundqa.errors import UsageError
 )
 @click.option("--access-log", is_flag=True, help="Log every request line (never the token).")
 @click.option(
+    "--generator",
+    default="extractive",
+    show_default=True,
+    help="The generator for requests that name none (a chat front-end cannot): extractive, "
+    "ollama:MODEL, openai:MODEL, anthropic:MODEL, bedrock:MODEL_ID or gguf:PATH.",
+)
+@click.option(
     "--generator-url",
     default=None,
     help="Base URL for network generators asked for in /query (else their environment variable).",
@@ -130,6 +137,7 @@ def serve(
     cache_ttl: int,
     cors_origins: tuple[str, ...],
     access_log: bool,
+    generator: str,
     generator_url: str | None,
     timeout: float | None,
     embedder_url: str | None,
@@ -168,12 +176,15 @@ def serve(
         generator_options=generator_options(
             generator_url, request_timeout if timeout is None else timeout
         ),
+        generator=generator,
         rate_limit=default_rate_limit(host) if rate_limit is None else rate_limit,
         max_inflight=max_inflight,
         queue=queue_size,
         request_timeout_s=request_timeout,
         shutdown_timeout_s=shutdown_timeout,
     )
+    # A wrong generator fails now, not at the first question.
+    engine.generator(settings.generator, settings.generator_options)
     sock = listen(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host

@@ -50,7 +50,7 @@ from groundqa.serve.limits import (
     Slots,
 )
 from groundqa.serve.page import load_web, static_route
-from groundqa.serve.requests import EvalRequest, QueryRequest
+from groundqa.serve.requests import EvalRequest, QueryRequest, with_generator
 from groundqa.serve.settings import RATE_BURST, ServeSettings
 
 FACET_KEYS = ("jurisdiction", "state", "area", "category")
@@ -155,6 +155,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             "retrievers": list(engine.retrievers),
             "default_retriever": engine.default_retriever,
             "generators": available_generators(),
+            "default_generator": settings.generator,
             "embedder": (
                 {k: m.dense[k] for k in ("embedder", "model_id", "dim")} if m.dense else None
             ),
@@ -181,7 +182,8 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     @app.post("/query", responses=error_responses(400, 401, 413, 422, 500, *LIMITED))
     def query(body: QueryRequest) -> dict[str, Any]:
         """Answer a question with citations, or refuse. `cache` says whether it was cached."""
-        return answer(live.get(), cache, settings.cache_ttl, body, settings.generator_options)
+        request = with_generator(body, settings.generator)
+        return answer(live.get(), cache, settings.cache_ttl, request, settings.generator_options)
 
     @app.post(
         "/query/stream",
@@ -196,8 +198,9 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     )
     def query_stream(body: QueryRequest) -> EventStreamResponse:
         """The same answer as Server-Sent Events. Bad requests fail before the stream starts."""
+        request = with_generator(body, settings.generator)
         events = stream_events(
-            live.get(), cache, settings.cache_ttl, body, settings.generator_options
+            live.get(), cache, settings.cache_ttl, request, settings.generator_options
         )
         return EventStreamResponse(events, headers={"Cache-Control": "no-cache"})
 
@@ -241,7 +244,12 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             route, static_route(content, media_type), methods=["GET"], include_in_schema=False
         )
 
-    app.add_middleware(RequestGuard, token=settings.token, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        RequestGuard,
+        token=settings.token,
+        max_body_bytes=settings.max_body_bytes,
+        max_conversation_bytes=settings.max_conversation_bytes,
+    )
     # Outside the guard: a request over the limits is turned away before its body is read.
     app.add_middleware(ServiceLimits, rate=rate, slots=slots, timeout_s=settings.request_timeout_s)
     if settings.cors_origins:

@@ -44,7 +44,14 @@ from groundqa.serve.answers import answer, answer_stream
 from groundqa.serve.cache import Cache
 from groundqa.serve.errors import ApiError, error_body, error_responses, validation_message
 from groundqa.serve.events import EventStreamResponse
-from groundqa.serve.requests import Facets, FilterFacets, Name, QueryRequest, TurnModel
+from groundqa.serve.requests import (
+    Facets,
+    FilterFacets,
+    Name,
+    QueryRequest,
+    TurnModel,
+    with_generator,
+)
 from groundqa.serve.settings import ServeSettings
 
 MODEL = "groundqa"
@@ -106,7 +113,9 @@ class ChatRequest(BaseModel):
     n: int | None = Field(None, ge=1, description="Only 1: there is one answer.")
     k: int | None = Field(None, ge=1, le=MAX_K, description="As in /query.")
     retriever: Name | None = Field(None, description="As in /query.")
-    generator: Name | None = Field(None, description="As in /query (default extractive).")
+    generator: Name | None = Field(
+        None, description="As in /query (default: the server's `--generator`, else extractive)."
+    )
     filters: FilterFacets | None = Field(None, description="As in /query.")
     scope: Facets | None = Field(None, description="As in /query.")
     as_of: dt.date | None = Field(None, description="As in /query.")
@@ -355,7 +364,7 @@ def add_chat_routes(
     )
     def chat_completions(body: ChatRequest) -> Response:
         """The last user message answered from the index, as an OpenAI chat completion."""
-        request = query_request(body)
+        request = with_generator(query_request(body), settings.generator)
         reply = Completion.start(request)
         options = settings.generator_options
         if not body.stream:

@@ -32,6 +32,8 @@ from groundqa.serve.page import WEB_FILES
 PUBLIC_PATHS = frozenset({*WEB_FILES, "/health", "/openapi.json", "/docs", "/docs/oauth2-redirect"})
 # Off unless the server has a token: one request runs a whole probe set (real CPU time).
 TOKEN_ONLY_PATHS = frozenset({"/eval"})
+# Routes whose body carries a conversation, and so has the larger limit.
+CONVERSATION_PATHS = frozenset({"/query", "/query/stream", "/v1/chat/completions"})
 # Threads beyond --max-inflight, so /health and the page always find one however busy it is.
 THREAD_HEADROOM = 8
 
@@ -47,10 +49,18 @@ class RequestGuard:
     must be turned away before its body is read or parsed at all.
     """
 
-    def __init__(self, app: ASGIApp, *, token: str | None, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        max_body_bytes: int,
+        max_conversation_bytes: int | None = None,
+    ) -> None:
         self.app = app
         self._token = token.encode("utf-8") if token is not None else None
         self.max_body_bytes = max_body_bytes
+        self.max_conversation_bytes = max_conversation_bytes or max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -58,8 +68,13 @@ class RequestGuard:
             return
         headers = dict(scope["headers"])
         refused = self._refuse(scope["path"], headers.get(b"authorization"))
+        limit = (
+            self.max_conversation_bytes
+            if scope["path"] in CONVERSATION_PATHS
+            else self.max_body_bytes
+        )
         if refused is None:
-            refused = self._too_large_declared(headers.get(b"content-length"))
+            refused = self._too_large_declared(headers.get(b"content-length"), limit)
         if refused is not None:
             await refused(scope, receive, send)
             return
@@ -69,8 +84,8 @@ class RequestGuard:
             if message["type"] == "http.disconnect":
                 return  # the client left before sending its body; there is no one to answer
             body += message.get("body", b"")
-            if len(body) > self.max_body_bytes:
-                await self._too_large()(scope, receive, send)
+            if len(body) > limit:
+                await self._too_large(limit)(scope, receive, send)
                 return
             if not message.get("more_body", False):
                 break
@@ -100,16 +115,16 @@ class RequestGuard:
             )
         return None
 
-    def _too_large_declared(self, content_length: bytes | None) -> Response | None:
+    def _too_large_declared(self, content_length: bytes | None, limit: int) -> Response | None:
         try:
             declared = int(content_length) if content_length is not None else 0
         except ValueError:
             return error_response(400, "the Content-Length header is not a number")
-        return self._too_large(declared) if declared > self.max_body_bytes else None
+        return self._too_large(limit, declared) if declared > limit else None
 
-    def _too_large(self, declared: int | None = None) -> Response:
+    @staticmethod
+    def _too_large(limit: int, declared: int | None = None) -> Response:
         size = f"is {declared} bytes" if declared is not None else "grew past the limit"
-        limit = self.max_body_bytes
         return error_response(413, f"the request body {size}; the limit is {limit} bytes")
 
 

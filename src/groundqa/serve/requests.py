@@ -67,7 +67,11 @@ class QueryRequest(BaseModel):
         description="bm25, dense or hybrid, with options (e.g. hybrid+cap=2); by default "
         "the index's plan (hybrid+weighted=0.5/0.5+defs where it has vectors, else bm25+defs).",
     )
-    generator: Name = "extractive"
+    generator: Name | None = Field(
+        None,
+        description="extractive, ollama:MODEL, openai:MODEL, anthropic:MODEL, bedrock:MODEL_ID "
+        "or gguf:PATH; by default the server's (`groundqa serve --generator`, else extractive).",
+    )
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature.")
     max_tokens: int | None = Field(None, ge=1, le=8192, description="Longest answer in tokens.")
     filters: FilterFacets = Field(
@@ -112,13 +116,20 @@ class QueryRequest(BaseModel):
             scope=self.scope,
             auto_scope=self.auto_location,
             retriever=self.retriever,
-            generator=self.generator,
+            generator=self.generator or "extractive",
             options=options,
             temperature=self.temperature,
             max_tokens=self.max_tokens,
             as_of=self.as_of,
             history=tuple(Turn(t.role, t.content) for t in self.history),
         )
+
+
+def with_generator(request: QueryRequest, generator: str) -> QueryRequest:
+    """`request`, asking the server's default `generator` when it names none."""
+    if request.generator:
+        return request
+    return request.model_copy(update={"generator": generator})
 
 
 class EvalRequest(BaseModel):

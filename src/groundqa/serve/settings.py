@@ -31,6 +31,12 @@ class ServeSettings:
     max_body_bytes: int = 65_536
     max_probes: int = 500
     generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
+    # The generator a request gets when it names none (chat front-ends cannot name one).
+    generator: str = "extractive"
+    # The body limit of the routes that carry a conversation (/query, /query/stream,
+    # /v1/chat/completions): a chat client sends the whole conversation each time, and
+    # only its last turns are read, so a long one is cut rather than refused.
+    max_conversation_bytes: int = 1_048_576
     # How often (seconds) a request may check whether the index has a new current build.
     reload_s: float = 2.0
     # Requests per minute per client address, up to RATE_BURST at once; 0 is no limit.
@@ -52,6 +58,8 @@ class ServeSettings:
             raise UsageError(
                 f"the body limit must be at least 1024 bytes, got {self.max_body_bytes}"
             )
+        if self.max_conversation_bytes < self.max_body_bytes:
+            raise UsageError("the conversation body limit must not be below the body limit")
         if self.max_probes < 1:
             raise UsageError(f"the probe limit must be at least 1, got {self.max_probes}")
         if self.rate_limit < 0:
