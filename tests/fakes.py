@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from groundqa.text import split_sentences
 
 
 @dataclass
@@ -125,3 +128,18 @@ def closed_port_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+def quote_source_1(user: str) -> list[str]:
+    """What a well-behaved model says to the grounded prompt `user`: a sentence of source 1,
+    cited, in three pieces as a stream would bring them."""
+    m = re.search(r"<<<SOURCE 1\n(.*?)\nSOURCE 1>>>", user, re.S)
+    assert m, "the prompt has no source 1"
+    sentence = next(
+        " ".join(s.split())
+        for s in split_sentences(m.group(1))
+        if len(s) > 30 and not s.startswith("#")
+    )
+    words = sentence.split()
+    half = len(words) // 2
+    return [" ".join(words[:half]) + " ", " ".join(words[half:]), " [1]"]

@@ -35,9 +35,9 @@ from groundqa.generate.prompts import PROMPT_VERSION, SYSTEM_PROMPT
 from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.query import Turn
-from groundqa.text import Analyzer, PassageTerms, split_sentences
+from groundqa.text import Analyzer, PassageTerms
 from tests.conftest import REGPACK
-from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url
+from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url, quote_source_1
 
 KEY_ID = "AKIDGROUNDQATEST"
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzz-DO-NOT-LEAK"
@@ -342,17 +342,7 @@ QUESTION = "When is a NEER report due?"
 
 def _quote_source_1(seen: Seen) -> list[str]:
     """What a well-behaved model does: state a fact from source 1 and cite it."""
-    user = seen.body["messages"][-1]["content"][0]["text"]
-    m = re.search(r"<<<SOURCE 1\n(.*?)\nSOURCE 1>>>", user, re.S)
-    assert m
-    sentence = next(
-        " ".join(s.split())
-        for s in split_sentences(m.group(1))
-        if len(s) > 30 and not s.startswith("#")
-    )
-    words = sentence.split()
-    half = len(words) // 2
-    return [" ".join(words[:half]) + " ", " ".join(words[half:]), " [1]"]
+    return quote_source_1(seen.body["messages"][-1]["content"][0]["text"])
 
 
 def test_engine_answers_through_bedrock_with_a_citation(

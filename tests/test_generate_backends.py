@@ -32,9 +32,9 @@ from groundqa.generate.prompts import PROMPT_VERSION
 from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.providers import ollama_host
-from groundqa.text import Analyzer, PassageTerms, split_sentences
+from groundqa.text import Analyzer, PassageTerms
 from tests.conftest import REGPACK
-from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url
+from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url, quote_source_1
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
 
@@ -794,17 +794,7 @@ QUESTION = "When is a NEER report due?"
 
 def _quote_source_1(seen: Seen) -> list[str]:
     """What a well-behaved model does: state a fact from source 1 and cite it."""
-    user = seen.body["messages"][-1]["content"]
-    m = re.search(r"<<<SOURCE 1\n(.*?)\nSOURCE 1>>>", user, re.S)
-    assert m
-    sentence = next(
-        " ".join(s.split())
-        for s in split_sentences(m.group(1))
-        if len(s) > 30 and not s.startswith("#")
-    )
-    words = sentence.split()
-    half = len(words) // 2
-    return [" ".join(words[:half]) + " ", " ".join(words[half:]), " [1]"]
+    return quote_source_1(seen.body["messages"][-1]["content"])
 
 
 def test_engine_answers_through_an_openai_compatible_server(
