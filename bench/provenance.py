@@ -143,6 +143,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "bench/followups.heldout.jsonl",
         ),
     ),
+    "routes": Benchmark(
+        "Routes: what each way in adds over POST /query",
+        "bench/routes.py",
+        (*ASK, *EMBED, *SERVE, f"{_PKG}/mcp", "bench/serve_load.py", *REGPACK),
+    ),
     "postgres_eval": Benchmark(
         "PostgreSQL store: the same evaluation through both stores",
         "bench/postgres_eval.py",

@@ -28,6 +28,7 @@ import postgres_eval
 import postgres_load
 import regulatory
 import retrieval
+import routes
 import scale
 import scope
 import serve_load
@@ -48,6 +49,7 @@ def main() -> int:
     gate.run()
     embedder.run()
     serve_load.run()
+    routes.run()
     postgres_eval.run()
     postgres_load.run()
     scale.run()
