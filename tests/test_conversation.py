@@ -12,6 +12,7 @@ from groundqa.conversation import (
     REWRITE_SYSTEM,
     Vocabulary,
     carry,
+    dropped_words,
     leans_on_history,
     model_reply,
     standalone,
@@ -163,6 +164,26 @@ def test_a_model_rewrites_and_a_failing_model_falls_back_to_the_rule() -> None:
     assert fallback.method == "carry"
     assert fallback.standalone == "and in Westhaven (minimum setback wind turbine dwelling)?"
     assert fallback.note == "The follow-up was read by the rule, not by m: m timed out after 1 s."
+
+
+def test_a_rewrite_that_drops_the_question_s_words_falls_back_to_the_rule() -> None:
+    v = _vocabulary()
+    assert dropped_words("and in Westhaven?", "What is the setback in Westhaven?", v) == []
+    assert dropped_words("Who approves it?", "Who approves a wind farm?", v) == []
+    # A small model that answers the previous question instead of rewriting this one.
+    answered = "The minimum setback from a dwelling in Northmere is 1,500 metres."
+    assert dropped_words("and in Westhaven?", answered, v) == ["Westhaven"]
+    assert dropped_words("Who approves it?", answered, v) == ["approves"]
+
+    def small_model(system: str, user: str, max_tokens: int) -> str:
+        return answered
+
+    followup = standalone(
+        "and in Westhaven?", _history(SETBACK), v, complete=small_model, model="tiny"
+    )
+    assert followup.method == "carry"
+    assert followup.standalone == "and in Westhaven (minimum setback wind turbine dwelling)?"
+    assert followup.note is not None and "leaves out Westhaven" in followup.note
 
 
 # --- through the engine ------------------------------------------------------------------

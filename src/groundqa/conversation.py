@@ -10,8 +10,9 @@ Two ways, chosen by what the asker configured:
 - **With a language model** (an LLM generator backend that can `complete` a
   prompt): the model is shown the last turns and asked to rewrite the last
   question as one that stands alone, or to return it unchanged when it already
-  does or changes the subject. A reply that is empty or too long falls back to
-  the rule below, and the answer says so.
+  does or changes the subject. A reply that is empty, too long, or leaves out
+  a topic word or place of the question (a small model may answer the previous
+  question instead) falls back to the rule below, and the answer says so.
 - **Without one** (`carry`): a question that names no topic of its own, or that
   opens with a connective ("and", "what about") or points back ("it", "that")
   and names at most three topic words, carries the previous question's topic
@@ -262,6 +263,20 @@ def model_reply(text: str) -> str | None:
     return line
 
 
+def dropped_words(question: str, rewrite: str, vocabulary: Vocabulary) -> list[str]:
+    """The question's own topic words and places that a rewrite leaves out. A standalone
+    form may add to the question but must keep what it asks: a model that answers the
+    previous question instead, or swaps the topic, loses the asker's words."""
+    kept = set(vocabulary.topic_terms(rewrite))
+    places = vocabulary.places(question)
+    asked = [
+        w
+        for w in _WORD.findall(question)
+        if w.casefold() in places or w in vocabulary.topic_words(question)
+    ]
+    return [w for w in dict.fromkeys(asked) if not set(vocabulary.topic_terms(w)) <= kept]
+
+
 def standalone(
     question: str,
     history: Sequence[Turn],
@@ -287,7 +302,10 @@ def standalone(
         else:
             why = "it gave no question"
         if reply is not None:
-            return Followup(question, reply, f"model:{model}", used, earlier_turns)
+            lost = dropped_words(question, reply, vocabulary)
+            if not lost:
+                return Followup(question, reply, f"model:{model}", used, earlier_turns)
+            why = f"its rewrite {reply!r} leaves out {', '.join(lost)}"
         note = f"The follow-up was read by the rule, not by {model}: {why}."
         return Followup(
             question, _carried(question, history, vocabulary), "carry", used, earlier_turns, note
@@ -302,6 +320,7 @@ __all__ = [
     "Followup",
     "Vocabulary",
     "carry",
+    "dropped_words",
     "leans_on_history",
     "model_reply",
     "rewrite_prompt",
