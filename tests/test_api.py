@@ -478,6 +478,17 @@ def test_cors_is_off_by_default_and_on_for_a_configured_origin(
     )
     assert preflight.status_code == 200
     assert preflight.headers["access-control-allow-origin"] == ORIGIN
+    # A chat front-end in the browser, with the headers the OpenAI SDK adds.
+    chat_preflight = httpx.options(
+        f"{secured_url}/v1/chat/completions",
+        headers={
+            "Origin": ORIGIN,
+            "Access-Control-Request-Method": "POST",
+            "Access-Control-Request-Headers": "authorization, content-type, x-stainless-lang",
+        },
+    )
+    assert chat_preflight.status_code == 200
+    assert "x-stainless-lang" in chat_preflight.headers["access-control-allow-headers"].lower()
     # a refusal for a missing token still carries the header, so the page can read it
     refused = post(secured_url, "/query", {"question": NEER}, headers={"Origin": ORIGIN})
     assert refused.status_code == 401

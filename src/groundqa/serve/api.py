@@ -258,7 +258,10 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             CORSMiddleware,
             allow_origins=list(settings.cors_origins),
             allow_methods=["GET", "POST"],
-            allow_headers=["Authorization", "Content-Type"],
+            # Any request header: the OpenAI SDKs add their own (x-stainless-*), and a chat
+            # front-end in the browser must get past the preflight. Credentials (cookies)
+            # are never allowed; the token travels in Authorization.
+            allow_headers=["*"],
         )
     if settings.token is not None:
         _document_bearer(app)
