@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 from groundqa.verdicts import AuditReport
 
@@ -32,15 +33,27 @@ def breadcrumb(title: str, path: tuple[str, ...]) -> str:
     return " > ".join(p for p in (title, *path) if p)
 
 
-def uri_for(source: str, page: int | None) -> str:
-    """A link a reader can open: a file URI for local paths, with `#page=N` when known."""
+# The section metadata key that names an element id a link can jump to (an HTML heading's
+# id): its chunks link to `page.html#ID`.
+ANCHOR = "anchor"
+# What a fragment may hold unescaped (RFC 3986 pchar, less what would end it).
+ANCHOR_SAFE = "-._~!$&'()*+,;=:@/?"
+
+
+def uri_for(source: str, page: int | None, anchor: str | None = None) -> str:
+    """A link a reader can open: a file URI for local paths, with `#page=N` when known,
+    else `#ANCHOR` for a section an element id names (an HTML page's)."""
     if "://" in source:
         base = source
     elif source:
         base = Path(source).resolve().as_uri()
     else:
         base = ""
-    return f"{base}#page={page}" if page is not None and base else base
+    if not base:
+        return base
+    if page is not None:
+        return f"{base}#page={page}"
+    return f"{base}#{quote(anchor, safe=ANCHOR_SAFE)}" if anchor else base
 
 
 @dataclass(frozen=True)
@@ -157,7 +170,8 @@ class Chunk:
 
     @property
     def uri(self) -> str:
-        return uri_for(self.source, self.page)
+        anchor = self.metadata.get(ANCHOR)
+        return uri_for(self.source, self.page, anchor if isinstance(anchor, str) else None)
 
     def index_text(self, section_path: bool = True) -> str:
         """What the indexes see: title and section path travel with the body. Without
