@@ -6,9 +6,14 @@ headings, paragraphs) the way a word processor would: Helvetica, a running heade
 asked, and its own line breaking so that it knows which line, and so which page, every
 word landed on. That record is the ground truth the PDF loader is measured against.
 
+`running_header` swaps the title header for one that varies by page and chapter
+("Chapter 2: Permits 14"), as reference manuals and journals print them.
+
 The other writers make the awkward files: an image-only (scanned) PDF, an encrypted
 one (RC4, which fpdf2 writes without the `cryptography` package), an AES-256 one that
-pypdf cannot open without `cryptography`, corrupt ones, and an N-page one made quickly.
+pypdf cannot open without `cryptography`, corrupt ones, an N-page one made quickly,
+pages set in two or three columns whose lines are drawn row by row across the columns
+(so the content stream interleaves them), and a page with a ruled table.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import bisect
 import re
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +73,8 @@ class Rendered:
     scanned_pages: tuple[int, ...]
     # Words hyphenated at the foot of one page and finished on the next.
     across_pages: tuple[str, ...] = ()
+    # The running header drawn on each page, in page order ("" where none was drawn).
+    headers: tuple[str, ...] = ()
     _text: str = field(default="", repr=False)
     _offsets: tuple[int, ...] = field(default=(), repr=False)
     _pages: tuple[int, ...] = field(default=(), repr=False)
@@ -97,21 +104,40 @@ class Rendered:
         return self._pages[bisect.bisect_right(self._offsets, at) - 1]
 
 
+# A running header that varies: given the page number and the chapter (`##` heading)
+# the page starts in, the header line to draw.
+HeaderText = Callable[[int, str], str]
+
+
 class _Pdf(FPDF):
-    def __init__(self, running_header: str, furniture: bool, margin: float = MARGIN) -> None:
+    def __init__(
+        self,
+        running_header: str,
+        furniture: bool,
+        margin: float = MARGIN,
+        header_text: HeaderText | None = None,
+    ) -> None:
         super().__init__(format="A4")
         self.running_header = running_header
+        self.header_text = header_text
         self.furniture = furniture
+        self.chapter = ""  # the `##` heading the text has reached
         self.bare_pages: set[int] = set()  # scanned pages: no header, no footer
+        self.drawn_headers: list[str] = []
         self.set_margins(margin, MARGIN + 5, margin)
         self.set_auto_page_break(True, margin=MARGIN + 2)
 
     def header(self) -> None:
         if not self.furniture or self.page_no() in self.bare_pages:
+            self.drawn_headers.append("")
             return
+        text = self.running_header
+        if self.header_text is not None:
+            text = self.header_text(self.page_no(), self.chapter)
+        self.drawn_headers.append(text)
         self.set_font("Helvetica", "I", 8)
         self.set_y(10)
-        self.cell(0, 5, self.running_header, align="R")
+        self.cell(0, 5, text, align="R")
         self.set_y(self.t_margin)
 
     def footer(self) -> None:
@@ -256,6 +282,7 @@ def render_markdown(
     break_compounds: Sequence[str] = (),
     margin: float = MARGIN,
     body_size: float = BODY_SIZE,
+    running_header: HeaderText | None = None,
 ) -> Rendered:
     """Write the Markdown `text` to the PDF `path` and return what went where.
 
@@ -264,10 +291,11 @@ def render_markdown(
     inserts an image-only page there; `furniture` draws the running header and footer;
     `metadata_title` sets /Title; `break_compounds` lists hyphenated words ("noise-sensitive")
     whose first use is broken after its hyphen wherever it falls; `margin` (left and right,
-    mm) and `body_size` (pt) change where lines wrap.
+    mm) and `body_size` (pt) change where lines wrap; `running_header` draws, instead of
+    the title, the header it returns for each page and the chapter that page starts in.
     """
     title, blocks = _parse(latin1(text))
-    pdf = _Pdf(title, furniture, margin)
+    pdf = _Pdf(title, furniture, margin, running_header)
     if metadata_title and title:
         pdf.set_title(title)
     layout = _Layout(pdf, hyphenate, break_compounds)
@@ -304,6 +332,8 @@ def render_markdown(
             pdf.ln(1)
             headings.append((level, block, pdf.page_no()))
             current = block
+            if level == 1:
+                pdf.chapter = block
             continue
         pdf.set_font("Helvetica", "", body_size)
         starts: list[tuple[int, int]] = []
@@ -329,6 +359,7 @@ def render_markdown(
         hyphen_breaks=tuple(layout.hyphen_breaks),
         scanned_pages=tuple(scanned),
         across_pages=tuple(across),
+        headers=tuple(pdf.drawn_headers),
     )
 
 
@@ -497,4 +528,95 @@ def write_pages(path: Path, pages: int) -> Path:
     objects[0] = b"<< /Type /Catalog /Pages 2 0 R >>"
     objects[1] = b"<< /Type /Pages /Kids [" + b" ".join(kids) + b"] /Count %d >>" % pages
     path.write_bytes(_assemble(objects))
+    return path
+
+
+@dataclass(frozen=True)
+class Columns:
+    """A PDF set in columns: its pages' lines as a reader reads them, column by column."""
+
+    path: Path
+    header: str
+    pages: tuple[tuple[str, ...], ...]  # per page, the body lines in reading order
+    paragraphs: tuple[str, ...]  # every paragraph, whole, as written
+
+
+def write_columns(
+    path: Path,
+    paragraphs: Sequence[str],
+    columns: int = 2,
+    lines_per_column: int = 40,
+    header: str = "Official Gazette of Northmere / Vol. 12 / Proposed Rules",
+) -> Columns:
+    """`paragraphs` set in `columns` columns under a full-width running header.
+
+    Lines flow down the first column, then the next, as in a journal; a paragraph may
+    run on from the foot of one column to the head of the next. The lines are drawn
+    row by row across the columns, so the content stream (and a reader that follows
+    it) meets the first line of every column before the second line of any.
+    """
+    pdf = _Pdf("", furniture=False, margin=15)
+    pdf.set_font("Helvetica", "", 9)
+    gap = 6.0
+    width = (pdf.epw - gap * (columns - 1)) / columns
+    lines: list[str] = []
+    for para in paragraphs:
+        lines.extend(_wrap(pdf, latin1(para), width))
+        lines.append("")  # a blank line between paragraphs
+    per_page = columns * lines_per_column
+    pages: list[tuple[str, ...]] = []
+    for first in range(0, len(lines), per_page):
+        page_lines = lines[first : first + per_page]
+        pdf.add_page()
+        pdf.set_font("Helvetica", "B", 8)
+        pdf.text(pdf.l_margin, 14, f"{header} {100 + pdf.page_no()}")
+        pdf.set_font("Helvetica", "", 9)
+        for row in range(lines_per_column):
+            for col in range(columns):
+                at = col * lines_per_column + row
+                if at < len(page_lines) and page_lines[at]:
+                    x = pdf.l_margin + col * (width + gap)
+                    pdf.text(x, 24 + row * 4.4, page_lines[at])
+        pages.append(tuple(line for line in page_lines if line))
+    pdf.output(str(path))
+    return Columns(path, header, tuple(pages), tuple(latin1(p) for p in paragraphs))
+
+
+def _wrap(pdf: FPDF, text: str, width: float) -> list[str]:
+    """`text` broken greedily into lines no wider than `width` in the current font."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        candidate = f"{line} {word}" if line else word
+        if line and pdf.get_string_width(candidate) > width:
+            lines.append(line)
+            candidate = word
+        line = candidate
+    return [*lines, line] if line else lines
+
+
+def write_table(
+    path: Path,
+    rows: Sequence[Sequence[str]],
+    before: str,
+    after: str,
+    title: str = "Zoning Schedule",
+) -> Path:
+    """A page with a paragraph, a table ruled on every cell (its first row the header),
+    and a paragraph after it."""
+    pdf = _Pdf(title, furniture=True)
+    pdf.add_page()
+    pdf.set_font("Helvetica", "B", 14)
+    pdf.multi_cell(0, 8, title, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    pdf.set_font("Helvetica", "", 10.5)
+    pdf.multi_cell(0, LINE_H, latin1(before), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    pdf.ln(4)
+    with pdf.table(first_row_as_headings=True, borders_layout="ALL", text_align="LEFT") as table:
+        for cells in rows:
+            row = table.row()
+            for cell in cells:
+                row.cell(latin1(cell))
+    pdf.ln(4)
+    pdf.multi_cell(0, LINE_H, latin1(after), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    pdf.output(str(path))
     return path

@@ -6,7 +6,9 @@ from __future__ import annotations
 import re
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,17 +19,20 @@ from groundqa.ingestion import ingest
 from groundqa.loaders import detect_format, load, load_pdf
 from groundqa.loaders.pdf import MAX_PAGES
 from groundqa.models import Chunk, Document, Finding
-from tests.conftest import REGPACK, write_small_corpus
+from groundqa.text import split_sentences
+from tests.conftest import REGPACK, need_shared, write_small_corpus
 from tests.pdfgen import (
     Rendered,
     render_corpus,
     render_file,
     render_markdown,
     write_aes256,
+    write_columns,
     write_corrupt,
     write_encrypted,
     write_pages,
     write_scanned,
+    write_table,
 )
 
 FOOTER = re.compile(r"Page \d+ of \d+")
@@ -220,13 +225,17 @@ def test_section_paths_from_the_outline_and_from_numbered_headings(
     assert fees.section_id == "trees.pdf#1 Application fees"
 
 
-def test_title_without_metadata_is_the_first_heading_else_the_file_name(tmp_path: Path) -> None:
+def test_title_without_metadata_is_the_large_type_on_page_one_else_the_file_name(
+    tmp_path: Path,
+) -> None:
     r = render_file(
         REGPACK / "state_northmere_native_vegetation_act.md", tmp_path, metadata_title=False
     )
     (doc,), findings = load_pdf(r.path)
     assert r.pages >= 3  # long enough for the running header to show as repeated
-    assert doc.title == r.headings[0][1]
+    # Not the first heading: that would put every other section under it.
+    assert doc.title == r.title != r.headings[0][1]
+    assert doc.sections[1].path == (r.headings[0][1],)
     assert not any(r.header in s.text for s in doc.sections)
     assert r.header in _only(findings, "pdf-furniture").excerpt
     (doc,), _ = load_pdf(write_pages(tmp_path / "register.pdf", 3))
@@ -381,3 +390,396 @@ def test_an_answer_from_a_pdf_cites_page_clause_and_deep_link(tmp_path: Path) ->
     assert first.uri.endswith(f"{rendered.path.name}#page={first.page}")
     assert first.section.startswith("Fennick City Council Tree Protection By-law 2022 > ")
     assert answer.passages[0].chunk.metadata["area"] == "Fennick City"
+
+
+# --- layout: outlines, running headers, columns, tables ---------------------------
+
+SPEC = """# Shared Data Specification
+
+This specification describes where shared data files live and how they are read.
+
+## 1. Introduction
+
+### 1.1. Version
+
+This is version 0.21 of the specification, last updated 2 October 2018.
+
+### 1.2. Scope
+
+The specification covers the directory layout and the file formats.
+
+## 2. Unified system
+
+### 2.1. Directory layout
+
+Applications store their data files in the shared directory under the data prefix.
+
+### 2.2. The source files
+
+Each package installs one source file that lists the types it defines.
+
+## 3. Contributors
+
+The people who wrote and reviewed this specification are listed here.
+"""
+
+
+def test_outline_siblings_stay_siblings_without_a_metadata_title(tmp_path: Path) -> None:
+    r = render_markdown(SPEC, tmp_path / "spec.pdf", metadata_title=False)
+    (doc,), _ = load_pdf(r.path)
+    # The title is the large type atop page 1, not the first bookmark: were it
+    # "1. Introduction", every breadcrumb would put the other chapters under it.
+    assert doc.title == "Shared Data Specification"
+    paths = {s.heading: s.path for s in doc.sections if s.heading}
+    assert paths == {
+        "1.1. Version": ("1. Introduction", "1.1. Version"),
+        "1.2. Scope": ("1. Introduction", "1.2. Scope"),
+        "2.1. Directory layout": ("2. Unified system", "2.1. Directory layout"),
+        "2.2. The source files": ("2. Unified system", "2.2. The source files"),
+        "3. Contributors": ("3. Contributors",),
+    }
+    (chunk,) = [c for c in chunk_documents([doc], ChunkerSettings()) if "data prefix" in c.text]
+    assert chunk.breadcrumb == (
+        "Shared Data Specification > 2. Unified system > 2.1. Directory layout"
+    )
+
+
+BYLAWS = """# General By-laws
+
+These by-laws were last revised in January 2024.
+
+## CHAPTER I. TOWN MEETINGS
+
+### SECTION 1.
+
+The annual town meeting shall be held on the first Monday in May.
+
+### SECTION 2.
+
+Notice of every town meeting shall be posted at least seven days before it.
+
+## CHAPTER II. FINANCE
+
+### SECTION 1.
+
+The finance committee shall consist of five members appointed by the moderator.
+
+### SECTION 2.
+
+The committee shall report on every article that spends money.
+"""
+
+
+def test_repeated_outline_titles_keep_unique_ids_and_right_paths(tmp_path: Path) -> None:
+    r = render_markdown(BYLAWS, tmp_path / "bylaws.pdf")
+    (doc,), _ = load_pdf(r.path)
+    kept = [s for s in doc.sections if s.heading]
+    assert [s.path for s in kept] == [
+        ("CHAPTER I. TOWN MEETINGS", "SECTION 1."),
+        ("CHAPTER I. TOWN MEETINGS", "SECTION 2."),
+        ("CHAPTER II. FINANCE", "SECTION 1."),
+        ("CHAPTER II. FINANCE", "SECTION 2."),
+    ]
+    ids = [s.section_id for s in kept]
+    assert len(set(ids)) == 4
+    assert ids[2] == "bylaws.pdf#CHAPTER II. FINANCE > SECTION 1."
+    finance = kept[2]
+    assert finance.text.startswith("The finance committee") and finance.page == r.page_at(
+        "The finance committee"
+    )
+
+
+def test_an_outline_of_page_labels_is_ignored(tmp_path: Path) -> None:
+    from pypdf import PdfWriter
+
+    r = render_markdown(NESTED, tmp_path / "trees.pdf", outline=False)
+    writer = PdfWriter(clone_from=r.path)
+    for number in range(r.pages):
+        writer.add_outline_item(title=f"Page {number + 1}", page_number=number)
+    labelled = tmp_path / "labelled.pdf"
+    writer.write(labelled)
+    (doc,), _ = load_pdf(labelled, root=tmp_path)
+    # The headings come from the text, as without an outline, not from "Page N".
+    assert {s.heading: s.path for s in doc.sections} == {"": (), **NESTED_PATHS}
+
+
+_VERBS = ("opens", "reads", "writes", "checks", "copies", "frees", "parses", "encodes", "sorts")
+_THINGS = ("a handle", "a buffer", "a node", "a tree", "a string", "a stream", "a key")
+_RESULTS = (
+    "returns zero when it succeeds",
+    "returns a negative error code when the handle was closed",
+    "sets the error flag on failure",
+    "leaves the input untouched",
+    "may block until the stream is ready",
+)
+MANUAL = "# Reference Manual\n\nThis manual documents the library.\n\n" + "\n\n".join(
+    f"## {n} {name}\n\n"
+    + "\n\n".join(
+        f"{n}.{k} The {name.lower()} function number {k} {_VERBS[(k + n) % 9]} "
+        f"{_THINGS[k % 7]}, checks that it holds at least {k * 16} bytes and "
+        f"{_RESULTS[(k * n) % 5]}; it {_VERBS[k % 9]} {_THINGS[(k + 3) % 7]} as well, "
+        f"and {_RESULTS[(k + 2) % 5]}."
+        for k in range(1, 4 + 18 * (n % 3))
+    )
+    for n, name in enumerate(
+        ["Introduction", "Parsing", "Encoding", "Errors", "Utilities", "Index"], start=1
+    )
+)
+
+
+def _chapter_header(page: int, chapter: str) -> str:
+    """ "Chapter 2: Parsing 14", as a reference manual heads its pages."""
+    if not chapter:
+        return "Reference Manual"
+    number, name = chapter.split(" ", 1)
+    return f"Chapter {number}: {name} {page}"
+
+
+def test_running_headers_with_page_numbers_and_chapter_names_are_removed(
+    tmp_path: Path,
+) -> None:
+    r = render_markdown(MANUAL, tmp_path / "manual.pdf", running_header=_chapter_header)
+    drawn = [h for h in r.headers if h.startswith("Chapter ")]
+    # Chapter names change every few pages: no header is on most pages.
+    assert len(drawn) >= 6 and max(Counter(re.sub(r"\d+", "#", h) for h in drawn).values()) < (
+        r.pages / 2
+    )
+    (doc,), findings = load_pdf(r.path)
+    text = "\n".join(s.text for s in doc.sections)
+    assert not [h for h in drawn if h in text]
+    assert not re.search(r"Chapter \d+:", text)
+    assert "Chapter" in _only(findings, "pdf-furniture").excerpt
+    assert not _recurring_edges(doc)
+
+
+def _page_texts(doc: Document) -> dict[int, str]:
+    """Each page's text as loaded, from the sections' page starts."""
+    pages: dict[int, list[str]] = {}
+    for s in doc.sections:
+        starts = list(s.page_starts) or [(0, s.page or 1)]
+        ends = [o for o, _ in starts[1:]] + [len(s.text)]
+        for (offset, page), end in zip(starts, ends, strict=True):
+            pages.setdefault(page, []).append(s.text[offset:end])
+    return {p: "\n\n".join(t) for p, t in pages.items()}
+
+
+def _recurring_edges(doc: Document, words: int = 4) -> dict[str, int]:
+    """Page edges (the first or last few words of a page's text, digits masked) that
+    recur on three or more pages: running headers and footers left in the text."""
+    seen: Counter[str] = Counter()
+    for text in _page_texts(doc).values():
+        tokens = re.sub(r"\d+", "#", text).casefold().split()
+        if len(tokens) >= words:
+            seen.update({"top: " + " ".join(tokens[:words]), "foot: " + " ".join(tokens[-words:])})
+    return {edge: n for edge, n in seen.items() if n >= 3}
+
+
+_GOODS = ("timber", "gravel", "diesel", "fertiliser", "seed", "lime", "sand", "cement")
+_PLACES = ("quarry", "depot", "wharf", "mill", "yard", "silo")
+LEDGER = [
+    f"Rule {n}. The operator of a {_PLACES[n % 6]} that takes in {_GOODS[n % 8]} must keep "
+    f"a ledger of every {'load' if n % 2 else 'delivery'}, signed by the "
+    f"{'driver' if n % 3 else 'person who received it'}, for at least {n + 2} years, and "
+    f"must show it to {'an inspector' if n % 4 else 'the council'} on request."
+    for n in range(1, 31)
+]
+
+
+@pytest.mark.parametrize("columns", [2, 3])
+def test_columns_are_read_one_after_the_other(tmp_path: Path, columns: int) -> None:
+    written = write_columns(tmp_path / "gazette.pdf", LEDGER, columns=columns, lines_per_column=24)
+    assert len(written.pages) >= 2
+    (doc,), _ = load_pdf(written.path)
+    flat = " ".join(" ".join(s.text for s in doc.sections).split())
+    # Every paragraph reads whole, the ones that run from the foot of one column to
+    # the head of the next included.
+    assert [p for p in written.paragraphs if p not in flat] == []
+    assert [flat.index(p) for p in written.paragraphs] == sorted(
+        flat.index(p) for p in written.paragraphs
+    )
+    assert written.header not in flat
+    for chunk in chunk_documents([doc], ChunkerSettings(max_chars=300, overlap_chars=0)):
+        opening = " ".join(chunk.text.split()[:4])
+        assert opening in " ".join(written.pages[chunk.page - 1]), (chunk.page, opening)
+
+
+ZONES = [
+    ["Zone", "Minimum lot size", "Frontage"],
+    ["Rural", "40 ha", "100 m"],
+    ["Rural residential", "2 ha", "40 m"],
+    ["Township", "600 m2", "15 m"],
+]
+
+
+def test_a_ruled_table_becomes_header_keyed_rows(tmp_path: Path) -> None:
+    path = write_table(
+        tmp_path / "zones.pdf",
+        ZONES,
+        before="The minimum lot sizes below apply to every new subdivision in the shire.",
+        after="A lot smaller than the minimum may be approved where it holds a dwelling.",
+    )
+    (doc,), _ = load_pdf(path)
+    text = "\n".join(s.text for s in doc.sections)
+    assert "Zone: Rural; Minimum lot size: 40 ha; Frontage: 100 m." in text
+    assert "Zone: Township; Minimum lot size: 600 m2; Frontage: 15 m." in text
+    assert "Rural 40 ha" not in text  # not a run of cells as well
+    before = text.index("every new subdivision")
+    assert before < text.index("Zone: Rural;") < text.index("may be approved")
+    (chunk,) = [c for c in chunk_documents([doc], ChunkerSettings()) if "40 ha" in c.text]
+    assert chunk.page == 1
+    sentences = [s for s in split_sentences(chunk.text) if "40 ha" in s]
+    assert sentences == ["Zone: Rural; Minimum lot size: 40 ha; Frontage: 100 m."]
+
+
+# --- real documents (../shared/corpora/real_docs, read in place) -----------------
+
+REAL = ("corpora", "real_docs")
+REAL_PDFS = (
+    "brookfield_ma_general_bylaws.pdf",
+    "coventry_authority_monitoring_report_2017_18.pdf",
+    "uk_mhclg_draft_nppf_dec2025.pdf",
+    "us_faa_federal_register_2020-17221.pdf",
+    "whitby_anti_idling_bylaw_6489-11_ocr_scan.pdf",
+    "whitby_noise_bylaw_6917-14.pdf",
+)
+
+
+@pytest.fixture(scope="module")
+def real() -> dict[str, tuple[Document, list[Finding]]]:
+    """The real PDFs with a text layer, each loaded once for this module."""
+    loaded = {}
+    for name in REAL_PDFS:
+        (doc,), findings = load_pdf(need_shared(*REAL, name), ocr=False)
+        loaded[name] = (doc, findings)
+    return loaded
+
+
+def _outline_paths(path: Path) -> list[tuple[str, ...]]:
+    """Each outline entry's path (its ancestors and itself), read with pypdf directly."""
+    from pypdf import PdfReader
+
+    paths: list[tuple[str, ...]] = []
+
+    def visit(items: list[Any], above: tuple[str, ...]) -> None:
+        last: tuple[str, ...] = above
+        for item in items:
+            if isinstance(item, list):
+                visit(item, last)
+                continue
+            last = (*above, " ".join(item.title.split()))
+            paths.append(last)
+
+    visit(PdfReader(path).outline, ())
+    return paths
+
+
+def test_real_breadcrumbs_follow_the_outline(
+    real: dict[str, tuple[Document, list[Finding]]],
+) -> None:
+    doc, _ = real["brookfield_ma_general_bylaws.pdf"]
+    expected = _outline_paths(need_shared(*REAL, "brookfield_ma_general_bylaws.pdf"))
+    assert len(expected) == 138
+    headed = [s for s in doc.sections if s.heading]
+    # Sections keep the outline's order; every section's path is its entry's path.
+    remaining = iter(expected)
+    for section in headed:
+        assert section.path in remaining, section.section_id
+    assert len(headed) >= 120
+    assert len({s.section_id for s in doc.sections}) == len(doc.sections)
+    sections = [s for s in headed if s.heading.upper().startswith("SECTION")]
+    assert len(sections) >= 100
+    # (The outline itself nests one "Section 12." under "Section 11.": kept as it is.)
+    assert all(s.path[0].startswith("CHAPTER ") for s in sections)
+    # "SECTION 1." is in every chapter: its id says which chapter's it is.
+    assert "brookfield_ma_general_bylaws.pdf#CHAPTER II Town Meetings > SECTION 1." in {
+        s.section_id for s in sections
+    }
+
+
+def test_real_misleading_outline_is_ignored(
+    real: dict[str, tuple[Document, list[Finding]]],
+) -> None:
+    doc, _ = real["whitby_anti_idling_bylaw_6489-11_ocr_scan.pdf"]
+    assert not any(re.fullmatch(r"Page \d+", h) for s in doc.sections for h in s.path)
+
+
+# Body text that does recur at page edges: in the Federal Register rule, each page of
+# figures opens with the same instruction ("(7) In the Operating Procedures chapter,
+# ... add the information in figure 6 to paragraph (h)(7) of this AD.").
+BODY_AT_EDGES = {
+    "us_faa_federal_register_2020-17221.pdf": {
+        "top: (#) in the operating",
+        "top: add the information in",
+        "foot: (h)(#) of this ad.",
+    }
+}
+
+
+def test_real_pdfs_keep_no_running_header_or_footer(
+    real: dict[str, tuple[Document, list[Finding]]],
+) -> None:
+    left = {
+        name: set(_recurring_edges(doc)) - BODY_AT_EDGES.get(name, set())
+        for name, (doc, _) in real.items()
+    }
+    assert left == {name: set() for name in real}
+    # What was removed is listed, and the recurring body lines were not removed.
+    _, findings = real["us_faa_federal_register_2020-17221.pdf"]
+    excerpt = _only(findings, "pdf-furniture").excerpt
+    assert "'47699 Federal Register / Vol. 85, No. 152" in excerpt
+    assert "Operating Procedures" not in excerpt
+
+
+def test_real_three_columns_read_a_sentence_whole_across_a_column_end(
+    real: dict[str, tuple[Document, list[Finding]]],
+) -> None:
+    doc, _ = real["us_faa_federal_register_2020-17221.pdf"]
+    page = _page_texts(doc)[2]
+    flat = " ".join(page.split())
+    # The first column of page 2 ends at "... disagree alert, and"; the second goes on.
+    assert (
+        "These effects include stall warning activation, airspeed disagree alert, and "
+        "altitude disagree alert,5 and may affect the flightcrew’s ability to accomplish "
+        "continued safe flight and landing."
+    ) in flat
+    chunks = chunk_documents([doc], ChunkerSettings())
+    quoted = [
+        s
+        for c in chunks
+        for s in split_sentences(c.text)
+        if s.startswith("These effects include stall warning")
+    ]
+    # The sentence the reader would quote is the whole one (chunks overlap, so it may
+    # be in two).
+    assert quoted and all(q.endswith("continued safe flight and landing.") for q in quoted)
+
+
+def test_real_flood_zone_table_is_header_keyed(
+    real: dict[str, tuple[Document, list[Finding]]],
+) -> None:
+    doc, _ = real["uk_mhclg_draft_nppf_dec2025.pdf"]
+    page = _page_texts(doc)[127]
+    rows = [line for line in page.split("\n") if line.startswith("Zone ")]
+    assert rows[2] == (
+        "Zone 3a †; Essential infrastructure: Exception test required †; Highly vulnerable: X; "
+        "More vulnerable: Exception test required; Less vulnerable: ✓; Water compatible: ✓."
+    )
+    assert len(rows) == 4
+    (chunk,) = [
+        c
+        for c in chunk_documents([doc], ChunkerSettings())
+        if "Zone 3b *; Essential infrastructure" in c.text
+    ]
+    assert chunk.page == 127 and chunk.uri.endswith("#page=127")
+
+
+def test_real_housing_table_rows_keep_their_headers(
+    real: dict[str, tuple[Document, list[Finding]]],
+) -> None:
+    doc, _ = real["coventry_authority_monitoring_report_2017_18.pdf"]
+    # One paragraph per row, each cell named by its column, not one run of numbers.
+    rows = [p for p in _page_texts(doc)[3].split("\n\n") if p.startswith("Completed by: ")]
+    assert len(rows) >= 7
+    assert rows[0].startswith(
+        "Completed by: Major Scheme; Completions: 451; Under Construction: 319;"
+    )

@@ -75,3 +75,17 @@ def test_the_stem_cache_is_bounded_and_stems_stay_right() -> None:
         a.terms(w)
     assert len(a._cache) <= 100
     assert a.terms("running jumped") == ["run", "jump"]
+
+
+def test_a_blank_line_ends_a_sentence_without_a_full_stop() -> None:
+    # A heading or a table row ends its unit at the paragraph break, so a quote never
+    # runs from a heading into the text below it.
+    text = "Applicability\n\nThe rule applies to all 737 MAX airplanes.\n \nZone: Rural; Lot: 40 ha"
+    assert split_sentences(text) == [
+        "Applicability",
+        "The rule applies to all 737 MAX airplanes.",
+        "Zone: Rural; Lot: 40 ha",
+    ]
+    assert split_sentences("One line\nstill the same sentence.") == [
+        "One line\nstill the same sentence."
+    ]

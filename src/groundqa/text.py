@@ -103,7 +103,9 @@ _ABBREVIATIONS = frozenset(
 # A candidate boundary: terminal punctuation, optional closing quotes/brackets, then space.
 _CANDIDATE = re.compile(r"[.!?][\"'”’)\]]*(?=\s+)")
 _NEXT_STARTS_SENTENCE = re.compile(r"\s+[\"'“‘(\[]?[A-Z0-9§#*•\-–(]")
-_LIST_LINE = re.compile(r"\n(?=[ \t]*(?:[-*•]|\(?[a-z0-9]{1,3}[.)]|#{1,6}\s))")
+# Where a new unit starts whatever the punctuation: a blank line (a paragraph break, or
+# a table row or heading that ends without a full stop), or a list item or heading line.
+_LIST_LINE = re.compile(r"\n[ \t]*\n\s*|\n(?=[ \t]*(?:[-*•]|\(?[a-z0-9]{1,3}[.)]|#{1,6}\s))")
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 
 SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*\s*$")
@@ -129,7 +131,8 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of a paragraph or passage, in order, whitespace-trimmed.
 
     Lines that start list items or headings begin a new unit too, since a list
-    item ending in ';' reads as a clause of its own.
+    item ending in ';' reads as a clause of its own, and so does every paragraph: a
+    blank line ends a sentence even where no full stop does (a heading, a table row).
     """
     sentences: list[str] = []
     for block in _LIST_LINE.split(text):

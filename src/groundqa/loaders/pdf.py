@@ -1,16 +1,32 @@
 """Load a PDF as one Document: text per page, cleaned, cut into sections, pages kept.
 
-pypdf reads the text layer page by page. Before anything is cut, the text is cleaned
-of what a page layout adds and a reader skips: running headers and footers (lines that
-recur at the top or bottom of most pages, digits aside) and bare page numbers are
-removed and listed in one `pdf-furniture` REVIEW finding, so a user can see that
-nothing else went with them; a word hyphenated at a line end is joined again, unless
-the document writes that hyphenated form elsewhere ("noise-sensitive" stays). Lines of
-one paragraph are joined with spaces; paragraphs are separated by a blank line.
+pypdf reads the text layer page by page, in the content stream's order, except where
+`pdf_layout` finds that order wrong or flat: a page whose stream goes back and forth
+between columns is read column by column (footnotes after the columns), and a ruled
+table becomes one line per row that names each cell by its column header ("Zone:
+Rural; Minimum lot size: 40 ha."). Before anything is cut, the text is cleaned of what
+a page layout adds and a reader skips: running headers and footers and bare page
+numbers, including those whose page number or chapter name changes from page to page
+(`pdf_furniture` says which lines those are), are removed and listed in one
+`pdf-furniture` REVIEW finding, so a user can see that nothing else went with them. A
+word hyphenated at a line end is joined again, unless the document writes that
+hyphenated form elsewhere ("noise-sensitive" stays). Lines of one paragraph are joined
+with spaces; paragraphs are separated by a blank line, and so are lines that start a
+block of their own although the line before ends no sentence: a declaration in a
+reference manual, a table's row, a capitalised line after a short line or among lines
+broken well before they had to wrap (a heading, a list, a form), so that no sentence
+runs across them.
 
-Sections come from the PDF outline (bookmarks) when it has one: every entry is a
-heading, its nesting the section path. Without one, numbered heading lines are
-recognised ("2.1.3 Scope 1 thresholds", "Part 2 — Obligations", "Schedule 1 Fees"):
+The title is the PDF's /Title; else a lone root bookmark; else the largest type on the
+first page, when clearly larger than the body; else the file name (never the first
+heading, which would put every other section under it). Sections come from the PDF
+outline (bookmarks) when it has a usable one: every entry is a heading, and its path
+is its own ancestors in the outline. An outline is ignored, and headings are found as
+without one, when under three quarters of its entries lead to a page or every entry is
+a page label ("Page 3"): a scanner's leftovers, not the document's structure. A heading
+used more than once ("SECTION 1." in every chapter) has its path as its id. Without an
+outline, numbered heading lines are recognised ("2.1.3 Scope 1 thresholds", "Part 2 —
+Obligations", "Schedule 1 Fees"):
 lines that end where the text did not force a wrap (the next word would have fitted),
 do not end a sentence or in "the" or "of", are not continued in lower case, and whose
 number fits the numbering so far ("2.1" only under "2"; Parts above numbers; a Schedule
@@ -20,8 +36,11 @@ ids are `<file>#<heading>`, as in Markdown; text before the first heading is the
 the page each stretch of its text is on (`Section.page_starts`), so that every chunk
 cut from it links to its own page (`#page=N`, the physical page, 1-based).
 
-What it refuses to do: it does not OCR (a page without a text layer is a REVIEW
-finding, a PDF without any is a BLOCK), does not ask for passwords (an encrypted PDF
+A page without a text layer (a scan) is read by OCR (see `loaders.ocr`) and named in a
+`pdf-ocr` REVIEW finding with its word confidence. With OCR off, or where it cannot run,
+such a page is a REVIEW finding, and a PDF without any text at all a BLOCK.
+
+What it refuses to do: it does not ask for passwords (an encrypted PDF
 that does not open with the empty password is a BLOCK), does not read past `max_pages`,
 and never raises on a broken file: whatever pypdf cannot parse is a BLOCK finding.
 """
@@ -31,7 +50,6 @@ from __future__ import annotations
 import bisect
 import itertools
 import logging
-import math
 import re
 import threading
 import warnings
@@ -40,41 +58,40 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from groundqa.lexicon import HEADING_UNITS
 from groundqa.loaders._common import block, source_of
+from groundqa.loaders.pdf_furniture import FUNCTION_WORD as _FUNCTION_WORD
+from groundqa.loaders.pdf_furniture import NEW_BLOCK as _NEW_BLOCK
+from groundqa.loaders.pdf_furniture import furniture_finding, strip_furniture
+from groundqa.loaders.pdf_furniture import norm as _norm
+from groundqa.loaders.pdf_layout import PageReader, title_of
 from groundqa.models import Document, Finding, Section
 
 PDF_SUFFIXES = (".pdf",)
 MAX_PAGES = 5000
-# Headers and footers live in this many lines at the top and at the bottom of a page.
-EDGE_LINES = 2
-# A line is a running header or footer when it recurs at a page edge on at least this
-# share of the pages with text, and on at least FURNITURE_MIN_PAGES of them.
-FURNITURE_SHARE = 0.5
-FURNITURE_MIN_PAGES = 3
 HEADING_MAX_CHARS = 100
 # A line was wrapped (its text goes on in the next line) when the next line's first
 # word would not have fitted on it: when the two come to more than this share of a
 # full line. Line lengths are counted in characters, so this leaves room for glyph widths.
 WRAP_SHARE = 0.85
+# A line under this share of a full line, not wrapped and ending no sentence, ends its
+# block when a capitalised line follows (a heading or a label before its text).
+SHORT_LINE_SHARE = 0.6
+# A line broken before its next word would have wrapped by this share of a full line
+# was broken by the author (a list item, a table row), not by the layout.
+EARLY_SHARE = 0.7
 # The next number at one level may skip a few (repealed sections), not jump far.
 NUMBER_STEP_MAX = 10
-EXCERPT_ITEMS = 12
-EXCERPT_ITEM_CHARS = 60
-OCR_ADVICE = "run OCR, e.g. ocrmypdf, and ingest the result"
+# An outline is used when at least this share of its entries lead to a page.
+OUTLINE_MIN_LINKED = 0.75
 
 _WS = re.compile(r"\s+")
-_DIGITS = re.compile(r"\d+")
 _LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl"})
-_ROMAN_NUMERAL = r"(?=[ivxlc])c{0,3}(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})"
-_PAGE_NUMBER = re.compile(
-    rf"^(?:(?:page|p\.)\s*)?[-–—]?\s*(?:\d{{1,5}}|{_ROMAN_NUMERAL})\s*[-–—]?"
-    r"(?:\s*(?:of|/)\s*\d{1,5})?$",
-    re.IGNORECASE,
+_PAGE_LABEL = re.compile(
+    r"^(?:page|p\.|pg\.?)?\s*(?:\d{1,5}|[ivxlc]{1,6})(?:\s*(?:of|/)\s*\d{1,5})?$", re.IGNORECASE
 )
-_PAGE_NUMBER_TITLED = re.compile(r"^(?:\d{1,5}\s*\|\s*\S.*|\S.*?\s*\|\s*\d{1,5})$")
 _NUMBERED = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){0,5})\s+([A-Z].*)$")
 _DIVISION = re.compile(
     rf"^({'|'.join(HEADING_UNITS)})\s+(\d{{1,3}}[A-Z]?|[IVXLC]{{1,7}})"
@@ -84,12 +101,22 @@ _DIVISION = re.compile(
 # Where each kind of heading sits; numbered headings sit at SECTION_RANK + depth - 1.
 _RANKS = {"schedule": 0, "chapter": 0, "part": 1, "division": 2, "subdivision": 3}
 SECTION_RANK = 4
-_FUNCTION_WORD = re.compile(
-    r"\s(?:a|an|and|as|at|by|for|from|in|into|is|of|on|or|the|to|that|which|with)$"
-)
 _SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*$")
 _NOT_A_HEADING_END = re.compile(r"[.,;]$")
-_NEW_BLOCK = re.compile(r"^(?:\d{1,3}(?:\.\d{1,3})*\s|\([a-zA-Z0-9]{1,4}\)\s|[•▪●◦*–-]\s)")
+# A declaration or call in a reference manual: a type, then a name with an underscore
+# in it, then its arguments ("int asn1_create_element (asn1_node definitions, ..."),
+# perhaps after the kind of entry ("[Function]").
+_CODE_LINE = re.compile(
+    r"^(?:\[[A-Z][a-z]+\]\s*)?(?:(?:const|unsigned|signed|struct|enum|static|extern)\s+)*"
+    r"[A-Za-z_]\w*[\s*]+\**"
+    r"(?=\w*_)[A-Za-z_]\w*\s*\("
+)
+# A table's row as `table_text` writes it ("Zone: Rural; Minimum lot size: 40 ha."): cells
+# joined by "; ", one of them at least named by its header, a full stop at the end.
+_TABLE_ROW = re.compile(r"^[^;]{1,120}(?:; [^;]{1,120})+\.$")
+_TABLE_CELL_NAMED = re.compile(r"; [^;:]{1,80}: ")
+_BLOCK_START = re.compile(r"^[\"'“‘(\[]?[A-Z0-9•▪●]")
+_OPEN_ENDS = (",", "(", "/", "&", "+")
 _LETTERS = r"[^\W\d_]"
 _DASHES = ("-", "–", "—")
 # Word patterns start only where a word starts (the lookbehind): tried from every letter
@@ -128,14 +155,15 @@ class _Unreadable(Exception):
 
 
 def load_pdf(
-    path: Path, root: Path | None = None, max_pages: int = MAX_PAGES
+    path: Path, root: Path | None = None, max_pages: int = MAX_PAGES, ocr: bool = True
 ) -> tuple[list[Document], list[Finding]]:
     """One Document for the PDF `path`, and the findings met on the way.
 
     Its id (and the file part of its section ids) is the path relative to `root`, the
     folder that was loaded; just the file name when `root` is None. A file that cannot
     be read (corrupt, encrypted, over `max_pages` pages, no text at all) yields no
-    Document and one BLOCK finding.
+    Document and one BLOCK finding. With `ocr`, pages without a text layer are read by
+    OCR (see `loaders.ocr`); without it, or where OCR cannot run, they are reported.
     """
     name = path.relative_to(root).as_posix() if root is not None else path.name
     try:
@@ -152,16 +180,24 @@ def load_pdf(
         ]
     if isinstance(read, Finding):
         return [], [read]
-    texts, has_content, meta_title, outline = read
+    texts, has_content = read.texts, read.has_content
 
     findings: list[Finding] = []
     scanned = [i + 1 for i, t in enumerate(texts) if not t.strip() and has_content[i]]
+    # --- OCR: pages without a text layer are read from their image (`loaders.ocr`);
+    # `scanned` keeps the pages it could not read, `advice` says what to do about them.
+    from groundqa.loaders.ocr import read_scanned
+
+    by_ocr = read_scanned(path, name, texts, scanned, enabled=ocr)
+    texts, scanned, advice = by_ocr.texts, by_ocr.unread, by_ocr.advice
+    findings.extend(by_ocr.findings)
+    # --- end of OCR
     if not any(t.strip() for t in texts):
         return [], [
             block(
                 "pdf-no-text",
                 f"{path.name} has no text layer on any of its {len(texts)} page(s) "
-                f"(scanned?), so there is nothing to index; {OCR_ADVICE}",
+                f"(scanned?), so there is nothing to index; {advice}",
                 path,
             )
         ]
@@ -170,23 +206,22 @@ def load_pdf(
             Finding(
                 severity="REVIEW",
                 check="pdf-no-text",
-                message=f"{path.name}: {_pages_phrase(scanned)} no text layer (scanned?); "
-                f"{OCR_ADVICE}",
+                message=f"{path.name}: {_pages_phrase(scanned)} no text layer (scanned?); {advice}",
                 source=source_of(path),
                 doc_id=name,
             )
         )
 
-    pages, stripped = _strip_furniture([_page_lines(t) for t in texts], meta_title)
+    title, outline = _title(read, path)
+    pages, stripped = strip_furniture([_page_lines(t) for t in texts], title)
     if stripped:
-        findings.append(_furniture_finding(path, name, stripped))
+        findings.append(furniture_finding(path, name, stripped))
     lines = [_Line(text, number) for number, page in enumerate(pages, 1) for text in page]
     full = _full_line_chars(lines)
 
-    headings = _outline_headings(lines, outline, meta_title) if outline else []
+    headings = _outline_headings(lines, outline) if outline else []
     if not headings:
         headings = _numbered_headings(lines, full)
-    title = meta_title or (headings[0].text if headings else "") or path.stem
     sections = _sections(name, title, lines, headings, full)
     document = Document(
         doc_id=name,
@@ -228,10 +263,18 @@ def _reason(exc: BaseException) -> str:
     return text if len(text) <= 100 else text[:99] + "…"
 
 
-def _read(
-    path: Path, max_pages: int
-) -> Finding | tuple[list[str], list[bool], str, list[tuple[int, str, int]]]:
-    """(text per page, whether each page draws anything, /Title, outline) or a BLOCK."""
+class _Pages(NamedTuple):
+    """What reading a PDF gives: a text per page (in reading order) and what frames it."""
+
+    texts: list[str]
+    has_content: list[bool]  # whether each page draws anything (text, image, vector)
+    meta_title: str
+    outline: list[tuple[int, str, int]]
+    first_page_title: str  # the largest type on page 1, when clearly a title
+
+
+def _read(path: Path, max_pages: int) -> Finding | _Pages:
+    """The pages of the PDF read (see `_Pages`), or a BLOCK finding."""
     from pypdf import PdfReader
     from pypdf.errors import DependencyError, FileNotDecryptedError
 
@@ -258,17 +301,22 @@ def _read(
     if total > max_pages:
         return _too_many(path, total, max_pages)
 
-    texts: list[str] = []
-    has_content: list[bool] = []
-    for number, page in enumerate(reader.pages, 1):
-        try:
-            texts.append(page.extract_text() or "")
-            has_content.append(bool(texts[-1].strip()) or _draws_something(page))
-        except (DependencyError, FileNotDecryptedError):
-            return encrypted
-        except Exception as exc:
-            raise _Unreadable(f"page {number}: {_reason(exc)}") from exc
-    return texts, has_content, _metadata_title(reader), _outline(reader)
+    pages = PageReader(path)
+    read = _Pages([], [], _metadata_title(reader), _outline(reader), "")
+    try:
+        for number, page in enumerate(reader.pages, 1):
+            layout = pages.read(page, number)
+            read.texts.append(layout.text)
+            read.has_content.append(bool(layout.text.strip()) or _draws_something(page))
+            if number == 1:
+                read = read._replace(first_page_title=title_of(layout.runs))
+    except (DependencyError, FileNotDecryptedError):
+        return encrypted
+    except Exception as exc:
+        raise _Unreadable(f"page {len(read.texts) + 1}: {_reason(exc)}") from exc
+    finally:
+        pages.close()
+    return read
 
 
 def _declared_pages(reader: Any) -> int | None:
@@ -317,9 +365,9 @@ def _outline(reader: Any) -> list[tuple[int, str, int]]:
     """(depth, title, 1-based page) for each outline entry, in order; [] when unusable.
 
     A broken outline is common and not worth failing the file for: the numbered
-    headings are found instead.
+    headings are found instead. So is a misleading one (see `_usable`).
     """
-    entries: list[tuple[int, str, int]] = []
+    entries: list[tuple[int, str, int | None]] = []
 
     def visit(items: Sequence[Any], depth: int) -> None:
         for item in items:
@@ -327,15 +375,47 @@ def _outline(reader: Any) -> list[tuple[int, str, int]]:
                 visit(item, depth + 1)
                 continue
             title = " ".join(str(getattr(item, "title", "") or "").split())
-            page = reader.get_destination_page_number(item)
-            if title and page is not None and page >= 0:
-                entries.append((depth, title, page + 1))
+            try:
+                page = reader.get_destination_page_number(item)
+            except Exception:
+                page = None
+            entries.append((depth, title, page + 1 if page is not None and page >= 0 else None))
 
     try:
         visit(reader.outline, 0)
     except Exception:
         return []
-    return entries
+    return _usable(entries)
+
+
+def _usable(entries: Sequence[tuple[int, str, int | None]]) -> list[tuple[int, str, int]]:
+    """The outline's entries that lead somewhere, or [] when the outline does not map the
+    document's structure: when under OUTLINE_MIN_LINKED of its entries lead to a page
+    (a scanner's or converter's leftovers), or when every entry is a page label ("Page 3")."""
+    linked = [(d, t, p) for d, t, p in entries if t and p is not None]
+    if not linked or len(linked) < OUTLINE_MIN_LINKED * len(entries):
+        return []
+    if all(_PAGE_LABEL.match(t) for _, t, _ in linked):
+        return []
+    return linked
+
+
+def _title(read: _Pages, path: Path) -> tuple[str, list[tuple[int, str, int]]]:
+    """The document's title, and the outline entries that are its sections.
+
+    The title is the PDF's /Title; else a lone root bookmark above all the others (the
+    document itself); else the largest type on the first page; else the file name. It
+    is never the first heading: that would make the first section a parent of all the
+    others in every breadcrumb. A lone root bookmark that is the title is not a section:
+    its children are the top level.
+    """
+    outline = read.outline
+    title = read.meta_title
+    tops = [entry for entry in outline if entry[0] == 0]
+    if len(tops) == 1 and len(outline) > 1 and (not title or _norm(tops[0][1]) == _norm(title)):
+        title = title or tops[0][1]
+        outline = [(depth - 1, text, page) for depth, text, page in outline[1:]]
+    return title or read.first_page_title or path.stem, outline
 
 
 def _pages_phrase(pages: Sequence[int]) -> str:
@@ -358,81 +438,6 @@ def _page_lines(text: str) -> list[str]:
     return lines
 
 
-def _furniture_key(line: str) -> str:
-    return _DIGITS.sub("#", line).casefold()
-
-
-def _is_page_number(line: str) -> bool:
-    return bool(_PAGE_NUMBER.match(line) or _PAGE_NUMBER_TITLED.match(line))
-
-
-def _edge(lines: Sequence[str]) -> list[int]:
-    """Indexes of the lines where a header or footer can be: the first and last few."""
-    n = len(lines)
-    return sorted(
-        {i for i in range(min(EDGE_LINES, n))} | {n - 1 - i for i in range(min(EDGE_LINES, n))}
-    )
-
-
-def _strip_furniture(
-    pages: list[list[str]], title: str = ""
-) -> tuple[list[list[str]], dict[str, list[str]]]:
-    """Pages without running headers, footers and page numbers; what was removed, by key.
-
-    A line at a page edge that is the document's /Title is a running title (or the
-    title printed atop page 1) even in a document too short to show the repetition.
-    """
-    with_text = sum(1 for p in pages if p)
-    on_pages: Counter[str] = Counter()
-    for lines in pages:
-        on_pages.update({_furniture_key(lines[i]) for i in _edge(lines)})
-    needed = max(FURNITURE_MIN_PAGES, math.ceil(with_text * FURNITURE_SHARE))
-    running = {key for key, n in on_pages.items() if n >= needed}
-    title_key = _norm(_furniture_key(title))
-    if title_key:
-        running |= {key for key in on_pages if _norm(key) == title_key}
-    stripped: dict[str, list[str]] = {}
-    cleaned: list[list[str]] = []
-    for lines in pages:
-        drop = set()
-        for i in _edge(lines):
-            key = _furniture_key(lines[i])
-            if key in running or _is_page_number(lines[i]):
-                drop.add(i)
-                stripped.setdefault(key, []).append(lines[i])
-        cleaned.append([line for i, line in enumerate(lines) if i not in drop])
-    return cleaned, stripped
-
-
-def _furniture_finding(path: Path, doc_id: str, stripped: dict[str, list[str]]) -> Finding:
-    total = sum(len(v) for v in stripped.values())
-    ranked = sorted(stripped.values(), key=lambda v: (-len(v), v[0]))
-    items = []
-    for lines in ranked[:EXCERPT_ITEMS]:
-        first = lines[0]
-        shown = first if len(first) <= EXCERPT_ITEM_CHARS else first[: EXCERPT_ITEM_CHARS - 1] + "…"
-        varies = " (numbers vary)" if len(set(lines)) > 1 else ""
-        items.append(f"{shown!r} ×{len(lines)}{varies}")
-    if len(ranked) > EXCERPT_ITEMS:
-        items.append(f"and {len(ranked) - EXCERPT_ITEMS} more")
-    return Finding(
-        severity="REVIEW",
-        check="pdf-furniture",
-        message=(
-            f"{path.name}: removed {total} running header, footer and page-number line(s) "
-            f"({len(stripped)} distinct); check the list holds nothing but page furniture"
-        ),
-        source=source_of(path),
-        doc_id=doc_id,
-        excerpt="; ".join(items),
-    )
-
-
-def _norm(text: str) -> str:
-    """A heading as compared: lower case, letters and digits only, single spaces."""
-    return " ".join(re.sub(r"[^\w]+", " ", text.casefold()).split())
-
-
 def _full_line_chars(lines: Sequence[_Line]) -> int:
     """The length of a full-width line: the 90th percentile of line lengths."""
     lengths = sorted(len(line.text) for line in lines)
@@ -445,14 +450,10 @@ def _full_line_chars(lines: Sequence[_Line]) -> int:
 
 
 def _outline_headings(
-    lines: Sequence[_Line], outline: Sequence[tuple[int, str, int]], title: str
+    lines: Sequence[_Line], entries: Sequence[tuple[int, str, int]]
 ) -> list[_Heading]:
-    """A heading per outline entry, cut where its title is found on its page."""
-    entries = list(outline)
-    tops = [e for e in entries if e[0] == 0]
-    if len(tops) == 1 and len(entries) > 1 and title and _norm(tops[0][1]) == _norm(title):
-        # One root bookmark named for the document is the document, not a section.
-        entries = [(d - 1, t, p) for d, t, p in entries[1:]]
+    """A heading per outline entry, cut where its title is found on its page; its path
+    is the entry's own ancestors in the outline."""
     first_line_of: dict[int, int] = {}
     for i, line in enumerate(lines):
         first_line_of.setdefault(line.page, i)
@@ -656,8 +657,11 @@ class _Hyphens:
         return hyphenated > 0 and hyphenated >= self.words[(head + tail).casefold()]
 
 
-def _joiner(previous: str, line: str, hyphens: _Hyphens, full: int) -> tuple[str, bool]:
-    """(what goes between two lines, whether the previous line's final hyphen goes)."""
+def _joiner(
+    previous: str, line: str, hyphens: _Hyphens, full: int, before: str | None = None
+) -> tuple[str, bool]:
+    """(what goes between two lines, whether the previous line's final hyphen goes);
+    `before` is the line before `previous`, if on the same stretch of text."""
     if previous.endswith(_DASHES) and not previous[-2:-1].isspace():
         broken = _BROKEN_WORD.search(previous)
         tail = _CONTINUES_WORD.match(line)
@@ -668,7 +672,43 @@ def _joiner(previous: str, line: str, hyphens: _Hyphens, full: int) -> tuple[str
         not _wrapped(previous, line, full) or _NEW_BLOCK.match(line)
     ):
         return "\n\n", False
+    if _starts_block(before, previous, line, full):
+        return "\n\n", False
     return " ", False
+
+
+def _starts_block(before: str | None, previous: str, line: str, full: int) -> bool:
+    """Whether `line` starts a block of its own though `previous` ends no sentence: a
+    line of code (a declaration or call: "int asn1_create_element (asn1_node ...") or a
+    table's row, or the line after one, or
+    a capitalised line after a short line (a heading, a label) or in a run of lines that
+    were not wrapped (a list, a table's rows, a form), where `previous` does not end
+    mid-phrase."""
+    if _CODE_LINE.match(line) or _CODE_LINE.match(previous):
+        return True
+    if _table_row(line) or _table_row(previous):
+        return True
+    if not _broken_early(previous, line, full) or previous.endswith(_OPEN_ENDS):
+        return False
+    if _FUNCTION_WORD.search(previous) or not _BLOCK_START.match(line):
+        return False
+    # A short line (a heading, a label) or a run of lines broken early, then a new start.
+    short = len(previous) < SHORT_LINE_SHARE * full
+    return short or (before is not None and _broken_early(before, previous, full))
+
+
+def _table_row(line: str) -> bool:
+    """Whether a line reads as a table's row: two cells or more after the first, one of
+    them named ("...; Completions: 451; Under Construction: 319; 1,695.")."""
+    return line.count("; ") >= 2 and bool(_TABLE_ROW.match(line) and _TABLE_CELL_NAMED.search(line))
+
+
+def _broken_early(line: str, following: str, full: int) -> bool:
+    """Whether `line` ended well before the first word of `following` would have had to
+    wrap: a break the author made. Line lengths are counted in characters, which in a
+    narrow column of justified text is rough, so the margin is wide (EARLY_SHARE)."""
+    word = following.split(" ", 1)[0]
+    return len(line) + 1 + len(word) < EARLY_SHARE * full
 
 
 def _body(
@@ -679,9 +719,11 @@ def _body(
     size = 0
     starts: list[tuple[int, int]] = []
     previous: _Line | None = None
+    before: _Line | None = None
     for line in lines:
         if previous is not None:
-            between, drop_hyphen = _joiner(previous.text, line.text, hyphens, full)
+            earlier = before.text if before is not None else None
+            between, drop_hyphen = _joiner(previous.text, line.text, hyphens, full, earlier)
             if drop_hyphen:
                 pieces[-1] = pieces[-1][:-1]
                 size -= 1
@@ -691,7 +733,7 @@ def _body(
             starts.append((size, line.page))
         pieces.append(line.text)
         size += len(line.text)
-        previous = line
+        before, previous = previous, line
     return "".join(pieces), tuple(starts)
 
 
@@ -709,13 +751,16 @@ def _sections(
     else:
         runs = [(title, (title,), 0, len(lines))]
 
+    repeated = {h for h, n in Counter(h.text for h in headings).items() if n > 1}
     seen: Counter[str] = Counter()
     sections: list[Section] = []
     for heading, path, start, end in runs:
         text, starts = _body(lines[start:end], hyphens, full)
         if not text:
             continue  # a heading with nothing under it answers nothing
-        label = heading or "preamble"
+        # A heading used more than once ("SECTION 1." in every chapter) is named by
+        # its path, so that its id says which one it is.
+        label = (" > ".join(path) if heading in repeated else heading) or "preamble"
         seen[label] += 1
         suffix = f" ({seen[label]})" if seen[label] > 1 else ""
         sections.append(
