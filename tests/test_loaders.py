@@ -57,12 +57,17 @@ def test_public_surface() -> None:
             "load",
             "load_beir",
             "load_csv",
+            "load_docx",
+            "load_html",
             "load_markdown",
             "load_obliqa",
             "load_pdf",
+            "load_text",
         ]
     )
-    assert FORMATS == ("auto", "csv", "markdown", "pdf", "beir", "obliqa")
+    assert FORMATS == (
+        "auto", "csv", "markdown", "pdf", "html", "docx", "text", "beir", "obliqa"
+    )  # fmt: skip
 
 
 def test_the_cli_offers_every_format() -> None:
@@ -530,9 +535,11 @@ def test_unreadable_file_is_a_block(tmp_path: Path) -> None:
 
 
 def test_empty_folder_and_folder_of_other_files_are_empty_corpora(tmp_path: Path) -> None:
-    with pytest.raises(EmptyCorpusError, match=re.escape("no .md, .markdown, .csv, .pdf files")):
+    with pytest.raises(
+        EmptyCorpusError, match=re.escape("no .md, .markdown, .csv, .pdf, .html, .htm, .docx, .txt")
+    ):
         load([tmp_path])
-    write(tmp_path / "notes.txt", "text")
+    write(tmp_path / "notes.rtf", "text")
     write(tmp_path / "README.md", "# About this folder\n")
     with pytest.raises(EmptyCorpusError) as caught:
         load([tmp_path])
@@ -543,8 +550,10 @@ def test_empty_folder_and_folder_of_other_files_are_empty_corpora(tmp_path: Path
 def test_argument_errors(tmp_path: Path) -> None:
     with pytest.raises(LoadError, match=r"no such file or folder: .*missing"):
         load([tmp_path / "missing"])
-    with pytest.raises(UsageError, match="auto, csv, markdown, pdf, beir, obliqa"):
-        load([tmp_path], fmt="docx")
+    with pytest.raises(
+        UsageError, match="auto, csv, markdown, pdf, html, docx, text, beir, obliqa"
+    ):
+        load([tmp_path], fmt="rtf")
     with pytest.raises(UsageError, match="column role 'body'"):
         load([tmp_path], columns={"body": "Text"})
     with pytest.raises(LoadError):
@@ -566,9 +575,9 @@ def test_a_broken_pdf_is_a_block_not_an_error(tmp_path: Path) -> None:
 def test_mixed_folder_and_skipped_files(tmp_path: Path) -> None:
     write(tmp_path / "a_guide.md", "# Guide\n\n## Part\n\nText.\n")
     write(tmp_path / "b_rules.csv", "id,title,text\nR1,Rule,Do this.\n")
-    write(tmp_path / "notes.txt", "x")
+    write(tmp_path / "notes.rtf", "x")
     write(tmp_path / "more" / "data.json", "{}")
-    write(tmp_path / "more" / "c.txt", "y")
+    write(tmp_path / "more" / "c.rtf", "y")
     write(tmp_path / "PROVENANCE.md", "# Where this came from\n")
     assert detect_format(tmp_path) == "mixed"
     result = load([tmp_path])
@@ -578,7 +587,7 @@ def test_mixed_folder_and_skipped_files(tmp_path: Path) -> None:
     ]
     note = only(result.findings, "skipped-files")
     assert note.severity == "REVIEW"
-    assert "3 file(s)" in note.message and "1 .json, 2 .txt" in note.message
+    assert "3 file(s)" in note.message and "1 .json, 2 .rtf" in note.message
     assert "PROVENANCE.md" in note.message
     assert note.source == tmp_path.resolve().as_posix()
     # An explicit format reads only its own files and says what it left out.
@@ -588,11 +597,11 @@ def test_mixed_folder_and_skipped_files(tmp_path: Path) -> None:
 
 
 def test_explicit_format_reads_any_extension(tmp_path: Path) -> None:
-    path = write(tmp_path / "notes.txt", "# Notes\n\n## One\n\nBody.\n")
+    path = write(tmp_path / "notes.mdown", "# Notes\n\n## One\n\nBody.\n")
     auto = load([path])
     assert only(auto.findings, "unsupported-format").severity == "BLOCK"
     (doc,) = load([path], fmt="markdown").documents
-    assert doc.sections[0].section_id == "notes.txt#One"
+    assert doc.sections[0].section_id == "notes.mdown#One"
 
 
 def test_same_source_twice_is_read_once(tmp_path: Path) -> None:

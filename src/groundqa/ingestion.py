@@ -134,10 +134,12 @@ def ingest(
     embedder_options: EmbedderOptions | None = None,
     force: bool = False,
     reporter: Reporter | None = None,
+    ocr: bool = True,
 ) -> IngestReport:
     """Build (or confirm up to date) the index for `sources` at `index_dir`.
 
-    `dense=None` builds a BM25-only index (no embedding model needed). The
+    `dense=None` builds a BM25-only index (no embedding model needed); `ocr=False` reports
+    PDF pages without a text layer instead of reading them by OCR. The
     embedder is loaded first, so a wrong model name fails before the corpus
     is read; a remote embedder that fails mid-build leaves the previous index current.
     """
@@ -153,7 +155,7 @@ def ingest(
     try:
         embedder = None if dense is None else get_embedder(dense.embedder, embedder_options)
         reporter.stage("loading")
-        loaded = load(sources, fmt=fmt, columns=columns)
+        loaded = load(sources, fmt=fmt, columns=columns, ocr=ocr)
         timings["load"] = time.perf_counter() - started
         t = time.perf_counter()
         reporter.stage("validating")
@@ -214,6 +216,7 @@ def ingest(
                         "build_fingerprint": build_fingerprint,
                         "sources": list(loaded.sources),
                         "format": fmt,
+                        "ocr": ocr,
                     },
                     chunker=settings["chunker"],
                     lexical=settings["lexical"],

@@ -56,7 +56,11 @@ def inspect_index(index_dir: str | Path) -> InspectReport:
         staleness = f"{len(missing)} source file(s) no longer exist (e.g. {missing[0]})"
     else:
         try:
-            corpus = load(sources, fmt=str(manifest.corpus.get("format", "auto")))
+            corpus = load(
+                sources,
+                fmt=str(manifest.corpus.get("format", "auto")),
+                ocr=bool(manifest.corpus.get("ocr", True)),
+            )
         except GroundqaError as exc:
             staleness = f"the sources cannot be re-read: {exc.message}"
         else:

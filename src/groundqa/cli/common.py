@@ -115,7 +115,7 @@ format_option = click.option(
     show_default=True,
     # loaders.FORMATS, spelled out so that startup does not import the loaders
     # (tests/test_loaders.py checks the two agree).
-    type=click.Choice(["auto", "csv", "markdown", "pdf", "beir", "obliqa"]),
+    type=click.Choice(["auto", "csv", "markdown", "pdf", "html", "docx", "text", "beir", "obliqa"]),
     help="Corpus format; auto detects it from each path.",
 )
 columns_option = click.option(

@@ -23,6 +23,12 @@ from groundqa.cli.common import (
 )
 from groundqa.models import Finding
 
+no_ocr_option = click.option(
+    "--no-ocr",
+    is_flag=True,
+    help="Do not read PDF pages without a text layer by OCR: report them instead.",
+)
+
 
 def _print_findings(findings: Sequence[Finding]) -> None:
     for f in findings:
@@ -37,14 +43,19 @@ def _print_findings(findings: Sequence[Finding]) -> None:
 @click.argument("sources", nargs=-1, required=True)
 @format_option
 @columns_option
+@no_ocr_option
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
-def validate(sources: tuple[str, ...], fmt: str, columns: tuple[str, ...], as_json: bool) -> None:
+def validate(
+    sources: tuple[str, ...], fmt: str, columns: tuple[str, ...], no_ocr: bool, as_json: bool
+) -> None:
     """Check a corpus without indexing it. Exit 1 when a BLOCK finding would stop ingest."""
     from groundqa.loaders import load
     from groundqa.validate import has_blocking
     from groundqa.validate import validate as run_validation
 
-    loaded = load(sources, fmt=fmt, columns=parse_pairs(columns, "--columns") or None)
+    loaded = load(
+        sources, fmt=fmt, columns=parse_pairs(columns, "--columns") or None, ocr=not no_ocr
+    )
     findings = run_validation(loaded.documents, load_findings=loaded.findings)
     blocking = has_blocking(findings)
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("BLOCK", "REVIEW")}
@@ -82,6 +93,7 @@ def validate(sources: tuple[str, ...], fmt: str, columns: tuple[str, ...], as_js
 )
 @format_option
 @columns_option
+@no_ocr_option
 @click.option(
     "--no-dense",
     is_flag=True,
@@ -128,6 +140,7 @@ def ingest(
     index_dir: str,
     fmt: str,
     columns: tuple[str, ...],
+    no_ocr: bool,
     no_dense: bool,
     embedder: str,
     embedder_url: str | None,
@@ -155,6 +168,7 @@ def ingest(
             embedder_options=EmbedderOptions(base_url=embedder_url, threads=threads),
             force=force,
             reporter=reporter,
+            ocr=not no_ocr,
         )
     if as_json:
         emit_json(report.to_dict())
@@ -164,7 +178,7 @@ def ingest(
     if reviews:
         out.print(
             f"[yellow]{len(reviews)} REVIEW finding(s)[/] were indexed anyway; "
-            f"see `groundqa validate {' '.join(sources)}`"
+            f"see `groundqa validate {' '.join(sources)}{' --no-ocr' if no_ocr else ''}`"
         )
 
 

@@ -3,8 +3,10 @@
 `load()` takes the paths a user named, decides which loader reads each file (by the
 folder's layout and the file's extension, or as `fmt` says) and returns every Document
 with the problems it met on the way. Formats: Markdown folders, CSV (with a column
-mapping), PDF (text layer, page numbers kept), BEIR `corpus.jsonl`, ObliQA structured
-JSON. Folders mix Markdown, CSV and PDF freely.
+mapping), PDF (text layer, page numbers kept; scanned pages by OCR), HTML pages (the
+main content, headings as sections, element ids as links), Word .docx (heading styles
+as sections, tables kept), plain text, BEIR `corpus.jsonl`, ObliQA structured JSON.
+Folders mix Markdown, CSV, PDF, HTML, .docx and .txt files freely.
 
 It refuses two things. It does not raise on a broken file: an unreadable, non-UTF-8,
 binary or malformed file (a corrupt or encrypted PDF too) becomes a BLOCK finding and
@@ -37,10 +39,13 @@ from groundqa.loaders._common import (
 )
 from groundqa.loaders.beir import load_beir
 from groundqa.loaders.csv import ROLES, load_csv
+from groundqa.loaders.docx import DOCX_SUFFIXES, load_docx
+from groundqa.loaders.html import HTML_SUFFIXES, load_html
 from groundqa.loaders.markdown import load_markdown
 from groundqa.loaders.obliqa import load_obliqa
 from groundqa.loaders.pdf import PDF_SUFFIXES, load_pdf
 from groundqa.loaders.sidecar import is_metadata_file, with_metadata
+from groundqa.loaders.text import TEXT_SUFFIXES, load_text
 from groundqa.models import Document, Finding
 
 __all__ = [
@@ -50,22 +55,35 @@ __all__ = [
     "load",
     "load_beir",
     "load_csv",
+    "load_docx",
+    "load_html",
     "load_markdown",
     "load_obliqa",
     "load_pdf",
+    "load_text",
 ]
 
-FORMATS = ("auto", "csv", "markdown", "pdf", "beir", "obliqa")
+FORMATS = ("auto", "csv", "markdown", "pdf", "html", "docx", "text", "beir", "obliqa")
 
 _SUFFIXES: dict[str, tuple[str, ...]] = {
     "markdown": MARKDOWN_SUFFIXES,
     "csv": CSV_SUFFIXES,
     "pdf": PDF_SUFFIXES,
+    "html": HTML_SUFFIXES,
+    "docx": DOCX_SUFFIXES,
+    "text": TEXT_SUFFIXES,
     "beir": (".jsonl",),
     "obliqa": (".json",),
 }
 # What a folder walk under `auto` loads, by extension.
-_AUTO_WALK = {"markdown": MARKDOWN_SUFFIXES, "csv": CSV_SUFFIXES, "pdf": PDF_SUFFIXES}
+_AUTO_WALK = {
+    "markdown": MARKDOWN_SUFFIXES,
+    "csv": CSV_SUFFIXES,
+    "pdf": PDF_SUFFIXES,
+    "html": HTML_SUFFIXES,
+    "docx": DOCX_SUFFIXES,
+    "text": TEXT_SUFFIXES,
+}
 _BEIR_CORPUS = "corpus.jsonl"
 
 Loaded = tuple[list[Document], list[Finding]]
@@ -94,6 +112,9 @@ def _format_for_file(path: Path) -> str | None:
         return "csv"
     if suffix in PDF_SUFFIXES:
         return "pdf"
+    for kind in ("html", "docx", "text"):
+        if suffix in _SUFFIXES[kind]:
+            return kind
     if suffix == ".jsonl":
         return "beir"
     if suffix == ".json" and looks_like_obliqa(path):
@@ -123,9 +144,9 @@ def _folder_format(folder: Path) -> str | None:
 def detect_format(path: Path) -> str:
     """The format `auto` reads `path` (one file or folder) as.
 
-    One of `csv`, `markdown`, `pdf`, `beir`, `obliqa`; `mixed` for a folder holding
-    more than one of Markdown, CSV and PDF files; `unknown` when nothing in it is
-    loadable.
+    One of `csv`, `markdown`, `pdf`, `html`, `docx`, `text`, `beir`, `obliqa`; `mixed`
+    for a folder holding files of more than one of the walked formats; `unknown` when
+    nothing in it is loadable.
     """
     if not path.exists():
         raise LoadError(f"no such file or folder: {path}", source=str(path))
@@ -189,19 +210,23 @@ def _unsupported(path: Path) -> Finding:
         )
     else:
         message = (
-            f"{path.name} is not a format groundqa loads (.md, .markdown, .csv, .pdf, .jsonl, "
-            "ObliQA .json); pass --format to choose a loader or convert the file"
+            f"{path.name} is not a format groundqa loads (.md, .markdown, .csv, .pdf, .html, "
+            ".htm, .docx, .txt, .jsonl, ObliQA .json); pass --format to choose a loader or "
+            "convert the file"
         )
     return block("unsupported-format", message, path)
 
 
 def _load_file(
-    path: Path, fmt: str, root: Path | None, columns: Mapping[str, str] | None
+    path: Path, fmt: str, root: Path | None, columns: Mapping[str, str] | None, ocr: bool
 ) -> Loaded:
     loaders: dict[str, Callable[[], Loaded]] = {
         "markdown": lambda: load_markdown(path, root=root),
         "csv": lambda: load_csv(path, columns=columns),
-        "pdf": lambda: load_pdf(path, root=root),
+        "pdf": lambda: load_pdf(path, root=root, ocr=ocr),
+        "html": lambda: load_html(path, root=root),
+        "docx": lambda: load_docx(path, root=root),
+        "text": lambda: load_text(path, root=root),
         "beir": lambda: load_beir(path),
         "obliqa": lambda: load_obliqa(path),
     }
@@ -224,10 +249,12 @@ def load(
     sources: Sequence[str | Path],
     fmt: str = "auto",
     columns: Mapping[str, str] | None = None,
+    ocr: bool = True,
 ) -> LoadResult:
     """Load every file under `sources` (files and folders) as `fmt` (`auto` detects).
 
-    `columns` maps CSV roles (`id`, `title`, `text`) to column names. Raises LoadError
+    `columns` maps CSV roles (`id`, `title`, `text`) to column names. `ocr` reads PDF
+    pages without a text layer by OCR; off, they are reported instead. Raises LoadError
     for a path that does not exist, UsageError for an unknown format or column role,
     and EmptyCorpusError for a folder with nothing loadable or when nothing at all was
     loaded and nothing was broken.
@@ -259,7 +286,7 @@ def load(
                     + "; point at the folder that holds the corpus or pass --format"
                 )
             for file, file_fmt in planned:
-                docs, found = _load_file(file, file_fmt, path, columns)
+                docs, found = _load_file(file, file_fmt, path, columns, ocr)
                 roots.update((d.source, path.resolve()) for d in docs)
                 documents.extend(docs)
                 findings.extend(found)
@@ -272,7 +299,7 @@ def load(
         if kind is None:
             findings.append(_unsupported(path))
             continue
-        docs, found = _load_file(path, kind, None, columns)
+        docs, found = _load_file(path, kind, None, columns, ocr)
         documents.extend(docs)
         findings.extend(found)
         read.add(source_of(path))
