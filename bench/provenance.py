@@ -112,6 +112,18 @@ BENCHMARKS: dict[str, Benchmark] = {
         "bench/pdf.py",
         (*LOAD, *CHUNK, f"{_PKG}/models.py", "tests/pdfgen.py", "examples/regpack"),
     ),
+    "real_docs": Benchmark(
+        "Real documents: questions on public documents nobody here wrote",
+        "bench/real_docs.py",
+        (
+            *ASK,
+            *EMBED,
+            "bench/real_docs.probes.jsonl",
+            "bench/real_docs.ocr_reference.json",
+            "bench/_ocr_reference.py",
+            "bench/_markitdown_convert.py",
+        ),
+    ),
     "intent": Benchmark(
         "Question intent: the rules that pick a generation preset",
         "bench/intent.py",
@@ -141,6 +153,7 @@ BENCHMARKS: dict[str, Benchmark] = {
             *REGPACK,
             "examples/regpack.followups.jsonl",
             "bench/followups.heldout.jsonl",
+            "bench/generation.py",
         ),
     ),
     "routes": Benchmark(

@@ -26,6 +26,7 @@ import pdf
 import pipeline
 import postgres_eval
 import postgres_load
+import real_docs
 import regulatory
 import retrieval
 import routes
@@ -45,6 +46,7 @@ def main() -> int:
     scope.run()
     followups.run()
     pdf.run()
+    real_docs.run()
     intent.run()
     gate.run()
     embedder.run()
