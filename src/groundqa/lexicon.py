@@ -124,6 +124,13 @@ LEGAL_UNITS: dict[str, str] = {
 }
 # The words a heading line of a PDF without an outline may open with, written out.
 HEADING_UNITS = ("chapter", "part", "division", "subdivision", "schedule", "section")
+# A division heading line: its unit, its number ("4", "2A", "IV") and its title, as in
+# "Part 2 — Obligations" or "SCHEDULE 1 Fees" (PDF and plain-text loaders).
+DIVISION_HEADING = re.compile(
+    rf"^({'|'.join(HEADING_UNITS)})\s+(\d{{1,3}}[A-Z]?|[IVXLC]{{1,7}})"
+    r"(?:\s*[-–—:.]\s*|\s+|$)(.*)$",
+    re.IGNORECASE,
+)
 # What names a clause number in running text ("section 3.2", "ss. 4 and 5", "reg. 12",
 # "§ 7"): the words, singular or plural, and the abbreviations, each with its full
 # stop, by their singular. Divisions, annexes and appendices are not read there.

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from groundqa.lexicon import HEADING_UNITS
+from groundqa.lexicon import DIVISION_HEADING
 from groundqa.loaders._common import block, source_of
 from groundqa.loaders.pdf_furniture import FUNCTION_WORD as _FUNCTION_WORD
 from groundqa.loaders.pdf_furniture import NEW_BLOCK as _NEW_BLOCK
@@ -93,11 +93,6 @@ _PAGE_LABEL = re.compile(
     r"^(?:page|p\.|pg\.?)?\s*(?:\d{1,5}|[ivxlc]{1,6})(?:\s*(?:of|/)\s*\d{1,5})?$", re.IGNORECASE
 )
 _NUMBERED = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){0,5})\s+([A-Z].*)$")
-_DIVISION = re.compile(
-    rf"^({'|'.join(HEADING_UNITS)})\s+(\d{{1,3}}[A-Z]?|[IVXLC]{{1,7}})"
-    r"(?:\s*[-–—:.]\s*|\s+|$)(.*)$",
-    re.IGNORECASE,
-)
 # Where each kind of heading sits; numbered headings sit at SECTION_RANK + depth - 1.
 _RANKS = {"schedule": 0, "chapter": 0, "part": 1, "division": 2, "subdivision": 3}
 SECTION_RANK = 4
@@ -543,7 +538,7 @@ class _Candidate:
 
 
 def _candidate(text: str) -> _Candidate | None:
-    division = _DIVISION.match(text)
+    division = DIVISION_HEADING.match(text)
     if division is not None:
         kind = division.group(1).lower()
         label = division.group(2)

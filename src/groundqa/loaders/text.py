@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from groundqa.lexicon import HEADING_UNITS
+from groundqa.lexicon import DIVISION_HEADING
 from groundqa.loaders._blocks import Block, build_sections, numbered_heading
 from groundqa.loaders._common import normalise_newlines, read_text, source_of
 from groundqa.models import Document, Finding
@@ -55,11 +55,6 @@ CAPS_RANK = 4
 NUMBERED_RANK = 5  # "1." and "Section 1"; "1.2" is one deeper
 
 _NUMBERED = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){0,5})\.?(?:\s+(\S.*))?$")
-_DIVISION = re.compile(
-    rf"^({'|'.join(HEADING_UNITS)})\s+(\d{{1,3}}[A-Z]?|[IVXLC]{{1,7}})"
-    r"(?:\s*[-–—:.]\s*|\s+|$)(.*)$",
-    re.IGNORECASE,
-)
 _UNDERLINE = re.compile(r"^(=|-)\1{2,}$")
 _RULE = re.compile(r"^([=\-~*_#])\1{2,}$")
 # A list item's opening: "1. ", "2) ", "2.3 ", "(a) ", "a) ", "- ".
@@ -161,7 +156,7 @@ def _titled(chunk: list[str]) -> bool:
         and len(first) <= HEADING_MAX_CHARS
         and not first.endswith(_NOT_A_HEADING_END)
         and _NUMBERED.match(first) is None
-        and _DIVISION.match(first) is None
+        and DIVISION_HEADING.match(first) is None
     )
 
 
@@ -181,7 +176,7 @@ def _kind(text: str) -> _Candidate | None:
             return None
         number = tuple(int(n) for n in numbered.group(1).split("."))
         return _Candidate(NUMBERED_RANK + len(number) - 1, number)
-    division = _DIVISION.match(text)
+    division = DIVISION_HEADING.match(text)
     if division is not None:
         title = division.group(3)
         if division.group(1)[0].islower() or (title and title[0].islower()):
