@@ -620,3 +620,31 @@ def write_table(
     pdf.multi_cell(0, LINE_H, latin1(after), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
     pdf.output(str(path))
     return path
+
+
+# The type of each kind of block `write_styled` draws: (style, size); "" is regular.
+STYLED_TYPE = {
+    "cover": ("B", 28.0),
+    "h1": ("", 16.0),
+    "h2": ("B", BODY_SIZE),
+    "body": ("", BODY_SIZE),
+    "bold": ("B", BODY_SIZE),
+}
+
+
+def write_styled(path: Path, blocks: Sequence[tuple[str, str]]) -> Path:
+    """A PDF without an outline or /Title whose headings are set apart only by their
+    type: each block is (kind, text), kind one of STYLED_TYPE's or "page" (a new page).
+    Headings and paragraphs alike wrap at the margin."""
+    pdf = _Pdf("", furniture=False)
+    pdf.add_page()
+    for kind, text in blocks:
+        if kind == "page":
+            pdf.add_page()
+            continue
+        style, size = STYLED_TYPE[kind]
+        pdf.set_font("Helvetica", style, size)
+        pdf.multi_cell(0, size * 0.5, latin1(text), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        pdf.ln(PARAGRAPH_GAP)
+    pdf.output(str(path))
+    return path

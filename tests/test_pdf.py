@@ -711,7 +711,11 @@ BODY_AT_EDGES = {
         "top: (#) in the operating",
         "top: add the information in",
         "foot: (h)(#) of this ad.",
-    }
+    },
+    # Chapters start on a new page with the same words; their headings are headings, so
+    # the first body line opens the page's text.
+    "uk_mhclg_draft_nppf_dec2025.pdf": {"top: the objective of the"},
+    "coventry_authority_monitoring_report_2017_18.pdf": {"top: #.#. this chapter provides"},
 }
 
 

@@ -66,12 +66,12 @@ from groundqa.loaders.pdf_furniture import FUNCTION_WORD as _FUNCTION_WORD
 from groundqa.loaders.pdf_furniture import NEW_BLOCK as _NEW_BLOCK
 from groundqa.loaders.pdf_furniture import furniture_finding, strip_furniture
 from groundqa.loaders.pdf_furniture import norm as _norm
-from groundqa.loaders.pdf_layout import PageReader, title_of
+from groundqa.loaders.pdf_headings import HEADING_MAX_CHARS, Heading, Line, styled_headings
+from groundqa.loaders.pdf_layout import LineStyle, PageReader, line_key, title_of
 from groundqa.models import Document, Finding, Section
 
 PDF_SUFFIXES = (".pdf",)
 MAX_PAGES = 5000
-HEADING_MAX_CHARS = 100
 # A line was wrapped (its text goes on in the next line) when the next line's first
 # word would not have fitted on it: when the two come to more than this share of a
 # full line. Line lengths are counted in characters, so this leaves room for glyph widths.
@@ -123,22 +123,6 @@ _COMPOUND = re.compile(rf"{_WORD_START}{_LETTERS}+(?:-{_LETTERS}+)+")
 _WORD = re.compile(rf"{_LETTERS}+")
 _ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
 _PYPDF_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class _Line:
-    text: str
-    page: int
-
-
-@dataclass(frozen=True)
-class _Heading:
-    """A section start in the line stream: its line(s) from `cut`, its body from `start`."""
-
-    cut: int
-    start: int
-    text: str
-    path: tuple[str, ...]
 
 
 class _Unreadable(Exception):
@@ -211,12 +195,16 @@ def load_pdf(
     pages, stripped = strip_furniture([_page_lines(t) for t in texts], title)
     if stripped:
         findings.append(furniture_finding(path, name, stripped))
-    lines = [_Line(text, number) for number, page in enumerate(pages, 1) for text in page]
+    lines = [
+        Line(text, number, style)
+        for number, page in enumerate(pages, 1)
+        for text, style in _styled(page, read.styles[number - 1])
+    ]
     full = _full_line_chars(lines)
 
     headings = _outline_headings(lines, outline) if outline else []
     if not headings:
-        headings = _numbered_headings(lines, full)
+        headings = styled_headings(lines, title) or _numbered_headings(lines, full)
     sections = _sections(name, title, lines, headings, full)
     document = Document(
         doc_id=name,
@@ -266,6 +254,7 @@ class _Pages(NamedTuple):
     meta_title: str
     outline: list[tuple[int, str, int]]
     first_page_title: str  # the largest type on page 1, when clearly a title
+    styles: list[dict[str, list[LineStyle]]]  # each page's lines' type, by `line_key`
 
 
 def _read(path: Path, max_pages: int) -> Finding | _Pages:
@@ -297,11 +286,12 @@ def _read(path: Path, max_pages: int) -> Finding | _Pages:
         return _too_many(path, total, max_pages)
 
     pages = PageReader(path)
-    read = _Pages([], [], _metadata_title(reader), _outline(reader), "")
+    read = _Pages([], [], _metadata_title(reader), _outline(reader), "", [])
     try:
         for number, page in enumerate(reader.pages, 1):
             layout = pages.read(page, number)
             read.texts.append(layout.text)
+            read.styles.append(layout.styles)
             read.has_content.append(bool(layout.text.strip()) or _draws_something(page))
             if number == 1:
                 read = read._replace(first_page_title=title_of(layout.runs))
@@ -433,7 +423,21 @@ def _page_lines(text: str) -> list[str]:
     return lines
 
 
-def _full_line_chars(lines: Sequence[_Line]) -> int:
+def _styled(
+    lines: Sequence[str], styles: dict[str, list[LineStyle]]
+) -> Iterator[tuple[str, LineStyle | None]]:
+    """Each of a page's lines with its type, taken in order from the page's `styles`
+    (None where the line's text was not found there: OCR, a table put as text)."""
+    taken: Counter[str] = Counter()
+    for line in lines:
+        key = line_key(line)
+        found = styles.get(key, [])
+        at = taken[key]
+        taken[key] += 1
+        yield line, found[at] if at < len(found) else None
+
+
+def _full_line_chars(lines: Sequence[Line]) -> int:
     """The length of a full-width line: the 90th percentile of line lengths."""
     lengths = sorted(len(line.text) for line in lines)
     if len(lengths) < 5:
@@ -445,8 +449,8 @@ def _full_line_chars(lines: Sequence[_Line]) -> int:
 
 
 def _outline_headings(
-    lines: Sequence[_Line], entries: Sequence[tuple[int, str, int]]
-) -> list[_Heading]:
+    lines: Sequence[Line], entries: Sequence[tuple[int, str, int]]
+) -> list[Heading]:
     """A heading per outline entry, cut where its title is found on its page; its path
     is the entry's own ancestors in the outline."""
     first_line_of: dict[int, int] = {}
@@ -454,7 +458,7 @@ def _outline_headings(
         first_line_of.setdefault(line.page, i)
     page_starts = sorted(first_line_of.items())
     finder = _HeadingFinder(lines)
-    headings: list[_Heading] = []
+    headings: list[Heading] = []
     stack: list[tuple[int, str]] = []
     position = 0
     for depth, heading, page in entries:
@@ -471,7 +475,7 @@ def _outline_headings(
         while stack and stack[-1][0] >= depth:
             stack.pop()
         stack.append((depth, heading))
-        headings.append(_Heading(start, start + skip, heading, tuple(t for _, t in stack)))
+        headings.append(Heading(start, start + skip, heading, tuple(t for _, t in stack)))
         position = start + skip
     return headings
 
@@ -485,7 +489,7 @@ class _HeadingFinder:
     prefixes is looked up as the first line of a heading wrapped onto two.
     """
 
-    def __init__(self, lines: Sequence[_Line]) -> None:
+    def __init__(self, lines: Sequence[Line]) -> None:
         self.lines = lines
         self.at: dict[str, list[int]] = {}
         for i, line in enumerate(lines):
@@ -603,9 +607,9 @@ def _opens(candidate: _Candidate, following: str) -> bool:
     return bool(re.match(rf"{re.escape(prefix)}\d{{1,3}}\s", following))
 
 
-def _numbered_headings(lines: Sequence[_Line], full: int) -> list[_Heading]:
+def _numbered_headings(lines: Sequence[Line], full: int) -> list[Heading]:
     numbering = _Numbering()
-    headings: list[_Heading] = []
+    headings: list[Heading] = []
     for i, line in enumerate(lines):
         text = line.text
         if len(text) > HEADING_MAX_CHARS or _NOT_A_HEADING_END.search(text):
@@ -627,7 +631,7 @@ def _numbered_headings(lines: Sequence[_Line], full: int) -> list[_Heading]:
             continue  # this line finishes the one before
         if not numbering.fits(candidate):
             continue
-        headings.append(_Heading(i, i + 1, text, numbering.push(candidate, text)))
+        headings.append(Heading(i, i + 1, text, numbering.push(candidate, text)))
     return headings
 
 
@@ -637,7 +641,7 @@ def _numbered_headings(lines: Sequence[_Line], full: int) -> list[_Heading]:
 class _Hyphens:
     """Decides, for a word broken at a line end, whether its hyphen is part of it."""
 
-    def __init__(self, lines: Sequence[_Line]) -> None:
+    def __init__(self, lines: Sequence[Line]) -> None:
         self.compounds: Counter[str] = Counter()
         self.words: Counter[str] = Counter()
         for line in lines:
@@ -707,14 +711,14 @@ def _broken_early(line: str, following: str, full: int) -> bool:
 
 
 def _body(
-    lines: Sequence[_Line], hyphens: _Hyphens, full: int
+    lines: Sequence[Line], hyphens: _Hyphens, full: int
 ) -> tuple[str, tuple[tuple[int, int], ...]]:
     """The text of a run of lines, and (offset, page) where each page's part begins."""
     pieces: list[str] = []
     size = 0
     starts: list[tuple[int, int]] = []
-    previous: _Line | None = None
-    before: _Line | None = None
+    previous: Line | None = None
+    before: Line | None = None
     for line in lines:
         if previous is not None:
             earlier = before.text if before is not None else None
@@ -733,7 +737,7 @@ def _body(
 
 
 def _sections(
-    name: str, title: str, lines: Sequence[_Line], headings: Sequence[_Heading], full: int
+    name: str, title: str, lines: Sequence[Line], headings: Sequence[Heading], full: int
 ) -> list[Section]:
     hyphens = _Hyphens(lines)
     runs: list[tuple[str, tuple[str, ...], int, int]]

@@ -95,6 +95,12 @@ TITLE_SIZE_SHARE = 1.25
 TITLE_MAX_CHARS = 200
 # An average glyph is about half an em wide where the font gives no widths.
 DEFAULT_GLYPH_WIDTH = 500
+# A font is bold from this weight (the descriptor's /FontWeight; 400 is regular), and a
+# line is bold when this share of its characters are.
+BOLD_WEIGHT = 600
+BOLD_LINE_SHARE = 0.8
+_BOLD_NAME = re.compile(r"bold|black|heavy|semibold|demibold|extrabold", re.IGNORECASE)
+_FORCE_BOLD = 1 << 18  # bit 19 of a font descriptor's /Flags
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,7 @@ class Run:
     size: float  # the type size in points, after the matrices' scaling
     width: float  # the advance width in points (estimated where the font says nothing)
     upright: bool
+    bold: bool = False  # set in a bold face (by the font's name, weight or flags)
 
     @property
     def end(self) -> float:
@@ -122,13 +129,24 @@ class PageLayout:
     columns: int = 1  # columns found
     tables: int = 0  # tables put as text
     reordered: bool = False  # read column by column, not in the content stream's order
+    # The type of each line of `text`, by `line_key`, in the order the lines come.
+    styles: dict[str, list[LineStyle]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LineStyle:
+    """The type a line is set in: the size most of its characters have, and whether
+    nearly all of them (BOLD_LINE_SHARE) are bold."""
+
+    size: float
+    bold: bool
 
 
 class _Collector:
     """The visitor pypdf calls while it extracts: keeps every run and counts the rules."""
 
-    def __init__(self, widths: _Widths) -> None:
-        self.widths = widths
+    def __init__(self, fonts: _Fonts) -> None:
+        self.fonts = fonts
         self.runs: list[Run] = []
         self.rules = 0  # rectangles and segments painted
         self.path: list[str] = []  # what the path being built holds: "thin", "box", "line"
@@ -145,9 +163,10 @@ class _Collector:
         x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
         y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
         points = float(size or 0) * math.hypot(c, d)
-        advance = self.widths.of(text.strip("\n"), font) * float(size or 0) * math.hypot(a, b)
+        advance = self.fonts.width(text.strip("\n"), font) * float(size or 0) * math.hypot(a, b)
         upright = d > 0 and abs(b) < 1e-3 * max(1.0, abs(a))
-        self.runs.append(Run(text, x, y, points, advance / 1000, upright))
+        bold = self.fonts.bold(font)
+        self.runs.append(Run(text, x, y, points, advance / 1000, upright, bold))
 
     def operator(self, operator: bytes, operands: Any, cm: Any, tm: Any) -> None:
         """Counts the rules painted: a thin filled rectangle (how word processors draw a
@@ -178,28 +197,53 @@ def _thin(operands: Any) -> bool:
         return False
 
 
-class _Widths:
-    """Glyph widths (thousandths of an em) per font, read once per font per document."""
+class _Fonts:
+    """What the extraction needs of each font, read once per font per document: its
+    glyph widths (thousandths of an em) and whether it is bold."""
 
     def __init__(self) -> None:
         # By the font dictionary's id, with the dictionary kept so the id stays its own.
-        self.fonts: dict[int, tuple[Any, Any]] = {}
+        self.fonts: dict[int, tuple[Any, Any, bool]] = {}
 
-    def of(self, text: str, font: Any) -> float:
+    def _read(self, font: Any) -> tuple[Any, Any, bool]:
+        cached = self.fonts.get(id(font))
+        if cached is None or cached[0] is not font:
+            cached = self.fonts[id(font)] = (font, _font_metrics(font), _is_bold(font))
+        return cached
+
+    def bold(self, font: Any) -> bool:
+        return font is not None and self._read(font)[2]
+
+    def width(self, text: str, font: Any) -> float:
         if not text:
             return 0.0
-        metrics = None
-        if font is not None:
-            cached = self.fonts.get(id(font))
-            if cached is None or cached[0] is not font:
-                cached = self.fonts[id(font)] = (font, _font_metrics(font))
-            metrics = cached[1]
+        metrics = self._read(font)[1] if font is not None else None
         if metrics is None:
             return DEFAULT_GLYPH_WIDTH * len(text)
         width = float(metrics.get_text_width(text))
         if not 0 < width <= 2000 * len(text):
             return DEFAULT_GLYPH_WIDTH * len(text)
         return width
+
+
+def _is_bold(font: Any) -> bool:
+    """Whether a font dictionary names a bold face: by its name ("Arial-BoldMT",
+    "ABCDEF+Calibri-Semibold"), its descriptor's weight, or its ForceBold flag."""
+    try:
+        name = str(font.get("/BaseFont", ""))
+        if _BOLD_NAME.search(name):
+            return True
+        descriptor = font.get("/FontDescriptor")
+        if descriptor is None and "/DescendantFonts" in font:
+            descriptor = font["/DescendantFonts"][0].get_object().get("/FontDescriptor")
+        if descriptor is None:
+            return False
+        descriptor = descriptor.get_object()
+        weight = float(descriptor.get("/FontWeight", 0) or 0)
+        flags = int(descriptor.get("/Flags", 0) or 0)
+    except Exception:  # a font dictionary pypdf can read but not the way we ask
+        return False
+    return weight >= BOLD_WEIGHT or bool(flags & _FORCE_BOLD)
 
 
 def _font_metrics(font: Any) -> Any:
@@ -357,11 +401,11 @@ class PageReader:
     """Reads the pages of one PDF in reading order (see the module docstring)."""
 
     def __init__(self, path: Path, tables: bool = True) -> None:
-        self.widths = _Widths()
+        self.fonts = _Fonts()
         self.tables = Tables(path) if tables else None
 
     def read(self, page: Any, number: int) -> PageLayout:
-        collector = _Collector(self.widths)
+        collector = _Collector(self.fonts)
         text = page.extract_text(
             visitor_text=collector.text, visitor_operand_before=collector.operator
         )
@@ -369,9 +413,12 @@ class PageReader:
         if "".join(r.text for r in collector.runs) != text:
             return PageLayout(text, collector.runs)  # runs that do not add up: pypdf's text
         try:
-            return self._arrange(page, number, text, collector)
+            layout = self._arrange(page, number, text, collector)
         except Exception:  # geometry this code did not foresee: pypdf's text as it comes
-            return PageLayout(text, collector.runs)
+            layout = PageLayout(text, collector.runs)
+        if not layout.styles:
+            layout.styles = line_styles([layout.runs])
+        return layout
 
     def _arrange(self, page: Any, number: int, text: str, collector: _Collector) -> PageLayout:
         runs = collector.runs
@@ -382,8 +429,10 @@ class PageReader:
             runs = _with_tables(runs, found, page)
         gutters = _gutters(runs)
         if gutters and _interleaved(runs, gutters):
-            text = _column_text(runs, gutters)
-            return PageLayout(text, runs, len(gutters) + 1, len(found), reordered=True)
+            text, lines = _column_text(runs, gutters)
+            return PageLayout(
+                text, runs, len(gutters) + 1, len(found), True, styles=line_styles(lines)
+            )
         if found:
             return PageLayout("".join(r.text for r in runs), runs, len(gutters) + 1, len(found))
         return PageLayout(text, runs, len(gutters) + 1)
@@ -532,8 +581,9 @@ def _interleaved(runs: Sequence[Run], gutters: Sequence[float]) -> bool:
     return switches > max(INTERLEAVED_MIN_SWITCHES, INTERLEAVED_SHARE * lines)
 
 
-def _column_text(runs: Sequence[Run], gutters: Sequence[float]) -> str:
-    """The page read band by band, and in each band column by column, footnotes last."""
+def _column_text(runs: Sequence[Run], gutters: Sequence[float]) -> tuple[str, list[list[Run]]]:
+    """The page read band by band, and in each band column by column, footnotes last;
+    and its lines, each as the runs it is made of."""
     pieces = [p for r in runs for p in _split_lines(r)]
     body = [p for p in pieces if p.upright and p.text.strip()]
     spanning = sorted(
@@ -567,10 +617,11 @@ def _column_text(runs: Sequence[Run], gutters: Sequence[float]) -> str:
         else:
             blocks.append(((zone, 0, 0), lines))
     blocks.sort(key=lambda b: b[0])
-    out = [_line_text(line) for _, block in blocks for line in block]
+    lines = [line for _, block in blocks for line in block]
+    out = [_line_text(line) for line in lines]
     # Text set sideways (a margin note, a production line) goes last, as drawn.
     out += [" ".join(p.text.split()) for p in pieces if p.text.strip() and not p.upright]
-    return "\n".join(out) + "\n"
+    return "\n".join(out) + "\n", lines
 
 
 def _split_lines(run: Run) -> list[Run]:
@@ -627,6 +678,45 @@ def _line_text(line: Sequence[Run]) -> str:
         text += piece
         previous = run
     return " ".join(text.split())
+
+
+# --- type of each line ------------------------------------------------------------
+
+_KEY_DROPS = str.maketrans({"\u00ad": None, "-": None})
+_KEY_LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl"})
+
+
+def line_key(text: str) -> str:
+    """A line's text as both sides of a lookup see it alike: without spaces, hyphens and
+    soft hyphens, ligatures spelled out, case folded."""
+    return "".join(text.translate(_KEY_LIGATURES).translate(_KEY_DROPS).split()).casefold()
+
+
+def line_styles(groups: Sequence[Sequence[Run]]) -> dict[str, list[LineStyle]]:
+    """The type of every line the runs make, by `line_key`: each group's runs read in
+    order, a new line at each line break in their text (the runs of one line of a page,
+    or all of a page's runs in the content stream's order)."""
+    styles: dict[str, list[LineStyle]] = {}
+    for group in groups:
+        lines: list[list[tuple[str, float, bool]]] = [[]]
+        for run in group:
+            for i, part in enumerate(run.text.split("\n")):
+                if i:
+                    lines.append([])
+                lines[-1].append((part, round(run.size * 2) / 2, run.bold))
+        for line in lines:
+            key = line_key("".join(part for part, _, _ in line))
+            sizes: Counter[float] = Counter()
+            bold = 0
+            for part, size, is_bold in line:
+                chars = sum(not c.isspace() for c in part)
+                sizes[size] += chars
+                bold += chars if is_bold else 0
+            total = sum(sizes.values())
+            if key and total:
+                size = sizes.most_common(1)[0][0]
+                styles.setdefault(key, []).append(LineStyle(size, bold >= BOLD_LINE_SHARE * total))
+    return styles
 
 
 # --- title ------------------------------------------------------------------------

@@ -1,0 +1,194 @@
+"""Headings found by their type in PDFs without an outline: generated PDFs whose only
+cue is the type (tests/pdfgen.py `write_styled`), then the real PDFs in ../shared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from groundqa.chunking import ChunkerSettings, chunk_documents
+from groundqa.generate import cite
+from groundqa.loaders import load_pdf
+from groundqa.loaders.pdf_headings import reads_as_heading
+from groundqa.models import Document, Hit
+from tests.conftest import need_shared
+from tests.pdfgen import write_styled
+
+REAL = ("corpora", "real_docs")
+
+BODY = (
+    "The council reviews the water supply every year and publishes what it found. "
+    "Each review covers the sources, the treatment works and the pipes that carry "
+    "water to homes, and it names the work planned for the next year."
+)
+LONG_BODY = " ".join(
+    f"In year {n} the council tested source number {n + 3} and found {n * 7} samples "
+    f"within the limits, with {n + 1} repairs made to the pipes that serve district {n}."
+    for n in range(1, 15)
+)
+BOLD_PARAGRAPH = (
+    "Please note that this review was prepared before the new standards came into "
+    "force and that some figures may change when the next review is published in the "
+    "spring, after the council has had time to check every source again with the "
+    "regulator and with the operators of the treatment works."
+)
+
+
+def _review(tmp_path: Path) -> Document:
+    blocks = [
+        ("cover", "ANNUAL WATER REVIEW"),
+        ("body", "Prepared by the council for its residents."),
+        ("page", ""),
+        ("h1", "Introduction"),
+        ("body", BODY),
+        ("h2", "Scope of the review"),
+        ("body", BODY),
+        ("bold", BOLD_PARAGRAPH),
+        ("body", BODY),
+        ("h1", "Findings"),
+        ("body", BODY),
+        ("h2", "Water quality"),
+        ("body", LONG_BODY),
+        ("page", ""),
+        ("h2", "Water quality (continued)"),
+        ("body", "Nitrate levels stayed below eleven milligrams per litre at every source."),
+        ("h2", "Costs"),
+        ("body", "The review cost the council forty thousand pounds."),
+    ]
+    path = write_styled(tmp_path / "review.pdf", blocks)
+    (doc,), _ = load_pdf(path, root=tmp_path)
+    return doc
+
+
+def test_headings_set_apart_by_type_become_nested_sections(tmp_path: Path) -> None:
+    doc = _review(tmp_path)
+    paths = [s.path for s in doc.sections if s.heading]
+    assert paths == [
+        ("Introduction",),
+        ("Introduction", "Scope of the review"),
+        ("Findings",),
+        ("Findings", "Water quality"),
+        ("Findings", "Costs"),
+    ]
+    # The cover's large type is not a level of headings; it is the title.
+    assert doc.title == "ANNUAL WATER REVIEW"
+    # A bold paragraph is body text of its section, not a heading.
+    scope = next(s for s in doc.sections if s.heading == "Scope of the review")
+    assert "Please note that this review was prepared" in scope.text
+    # "(continued)" at the top of the next page goes on with the same section.
+    quality = next(s for s in doc.sections if s.heading == "Water quality")
+    assert "Nitrate levels stayed below" in quality.text
+    assert [p for _, p in quality.page_starts] == [2, 3]
+
+
+def test_a_citation_names_the_page_of_the_sentence_it_quotes(tmp_path: Path) -> None:
+    doc = _review(tmp_path)
+    chunks = [c for c in chunk_documents([doc], ChunkerSettings()) if "Nitrate" in c.text]
+    (chunk,) = chunks
+    # The chunk starts on page 2 and runs onto page 3, where the quoted sentence is.
+    assert chunk.page == 2
+    assert [p for _, p in chunk.page_starts] == [2, 3]
+    quote = "Nitrate levels stayed below eleven milligrams per litre at every source."
+    citation = cite(1, Hit(chunk, 1.0, 1), quote)
+    assert citation.page == 3
+    assert citation.uri.endswith("review.pdf#page=3")
+    opening = cite(1, Hit(chunk, 1.0, 1), chunk.text[:80])
+    assert opening.page == 2 and opening.uri.endswith("#page=2")
+    # A snippet that is not in the chunk keeps the page the chunk starts on.
+    assert cite(1, Hit(chunk, 1.0, 1), "Not in this passage.").page == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "9. Effective Date",
+        "Annex F: Managing Flood Risk and Coastal Change",
+        "SECTION 5.",
+        "25.04.030 EXEMPTIONS.",
+        "(g) Installation/Verification of Flight Control Computer (FCC) Software (OPS)",
+        "Authority Monitoring Report 2017/18",
+    ],
+)
+def test_lines_that_read_as_headings(text: str) -> None:
+    assert reads_as_heading(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Total (Gross) 1,395 2,509 5,077 1,113",  # a table's row of figures
+        "Federal Register. The FAA will",  # a sentence ends inside it
+        "Note 1 to paragraph (g): Guidance for",  # it runs on
+        "Explanation of Change to the",
+        "This review is important.",  # a sentence
+        "Costs, charges and fees,",
+        "x" * 101,
+    ],
+)
+def test_lines_that_do_not_read_as_headings(text: str) -> None:
+    assert not reads_as_heading(text)
+
+
+# --- real PDFs without an outline ------------------------------------------------
+
+
+def _real(name: str) -> Document:
+    (doc,), _ = load_pdf(need_shared(*REAL, name), ocr=False)
+    return doc
+
+
+def test_real_bylaw_headings_from_its_type() -> None:
+    doc = _real("whitby_noise_bylaw_6917-14.pdf")
+    headings = [s.heading for s in doc.sections if s.heading]
+    numbered = [h for h in headings if h[:1].isdigit()]
+    assert numbered == [
+        "1. Definitions",
+        "2. Interpretation",
+        "3. Regulation",
+        "4. General",
+        "5. Schedule(s)",
+        "6. Enforcement and Penalties",
+        "7. Short Title",
+        "8. Repeal of Existing By-law",
+        "9. Effective Date",
+    ]
+    schedules = [h for h in headings if h.startswith("Schedule")]
+    # Each schedule once: its "(continued)" pages go on with it.
+    assert schedules == [
+        "Schedule 1 – Prohibited Noise",
+        "Schedule 2 – Prohibited Noise by Time and Place",
+        "Schedule 3 – Exempted Noise",
+    ]
+    # The bold subheadings sit under their numbered section.
+    works = next(
+        s for s in doc.sections if s.heading == "Delegation of Authority for Infrastructure Works"
+    )
+    assert works.path[-2:] == ("3. Regulation", works.heading)
+    assert works.page == 4
+
+
+def test_real_federal_register_rule_headings_from_its_type() -> None:
+    doc = _real("us_faa_federal_register_2020-17221.pdf")
+    headings = {s.heading: s for s in doc.sections}
+    for heading in ("Background", "Costs of Compliance", "Regulatory Findings"):
+        assert heading in headings, heading
+    # A bold heading wrapped over three lines of a column is one heading.
+    g = headings[
+        "(g) Installation/Verification of Flight Control Computer (FCC) Operational Program "
+        "Software (OPS)"
+    ]
+    assert g.page == 6
+    # The cost table stays in its section, not cut into sections of its own.
+    costs = headings["Costs of Compliance"]
+    assert "Stabilizer wiring change" in costs.text
+
+
+def test_real_report_chapters_from_its_type() -> None:
+    doc = _real("coventry_authority_monitoring_report_2017_18.pdf")
+    paths = [s.path for s in doc.sections if s.heading]
+    assert ("Housing", "Completions") in paths
+    assert ("Housing", "Projections") in paths
+    assert ("Employment",) in paths
+    # A bold paragraph and a table's bold header cells are not headings.
+    assert all(len(" ".join(p)) < 60 for p in paths)
