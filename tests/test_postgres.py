@@ -504,3 +504,29 @@ def test_urls_lose_their_password_in_messages() -> None:
     assert redact("postgresql://u:pw@h:5/db") == "postgresql://u:***@h:5/db"
     assert redact("postgresql://h/db") == "postgresql://h/db"
     assert json.dumps(redact("postgresql://u@h/db")) == '"postgresql://u@h/db"'
+
+
+def test_chunk_page_starts_round_trip_and_stay_out_of_metadata(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from tests.test_pdf_headings import _review
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    _review(folder)
+    ingest([folder], tmp_path / "idx")
+    ingest([folder], pg_url)
+    local, shared = Engine.open(tmp_path / "idx"), Engine.open(pg_url)
+    try:
+        mine, theirs = local.store.chunks, shared.store.chunks
+        assert [c.to_dict() for c in theirs] == [c.to_dict() for c in mine]
+        crossing = [c for c in theirs if c.page_starts]
+        assert crossing and all(len(c.page_starts) > 1 for c in crossing)
+        assert all(not any(k.startswith("groundqa:") for k in c.metadata) for c in theirs)
+        question = "How high were the nitrate levels at the sources?"
+        here, there = local.ask(question), shared.ask(question)
+        assert here.answer == there.answer and not here.refused
+        assert [c.to_dict() for c in there.citations] == [c.to_dict() for c in here.citations]
+        assert there.citations[0].page == 3  # the quoted sentence's page, not the chunk's
+    finally:
+        shared.store.close()

@@ -15,17 +15,19 @@ corpus rebuilds to the same ids.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from groundqa.models import Chunk, Document, Section, stable_id
-from groundqa.text import ends_sentence, split_paragraphs, split_sentences
-
-# How much of a part's opening is searched for to place it in its section.
-_OPENING_CHARS = 80
+from groundqa.text import (
+    OPENING_CHARS,
+    ends_sentence,
+    find_opening,
+    split_paragraphs,
+    split_sentences,
+)
 
 
 @dataclass(frozen=True)
@@ -127,26 +129,46 @@ def part_offsets(text: str, parts: Sequence[str]) -> list[int]:
     position = 0
     for i, part in enumerate(parts):
         frm = position + 1 if i else 0
-        opening = part[:_OPENING_CHARS].split("\n", 1)[0]
+        opening = part[:OPENING_CHARS].split("\n", 1)[0]
         found = text.find(opening, frm)
         if found < 0:
-            words = opening.split()
-            pattern = r"\s+".join(re.escape(w) for w in words)
-            match = re.compile(pattern).search(text, frm) if words else None
-            found = match.start() if match else position
+            found = find_opening(text, opening, frm)
+        if found < 0:
+            found = position
         offsets.append(found)
         position = found
     return offsets
 
 
+def part_page_starts(
+    section: Section, part: str, offset: int, page: int | None
+) -> tuple[tuple[int, int], ...]:
+    """(offset in `part`, page) for each page the part of `section` that begins at
+    `offset` runs onto, after (0, `page`); () when it stays on one page."""
+    starts: list[tuple[int, int]] = []
+    for at, number in section.page_starts:
+        if not offset < at < offset + len(part):
+            continue
+        found = find_opening(part, section.text[at:], starts[-1][0] + 1 if starts else 1)
+        starts.append((found if found > 0 else at - offset, number))
+    return ((0, page or section.page or 1), *starts) if starts else ()
+
+
 def chunk_section(doc: Document, section: Section, settings: ChunkerSettings) -> list[Chunk]:
     texts = split_section(section.text, settings)
     metadata = {**doc.metadata, **section.metadata}
+    starts: list[tuple[tuple[int, int], ...]] = [()] * len(texts)
     if section.page_starts:
-        # A section over several pages: each part links to the page its text begins on.
+        # A section over several pages: each part links to the page its text begins on,
+        # and a part that runs over a page break records where the next page begins.
         body = section.text.strip()
         lead = len(section.text) - len(section.text.lstrip())
-        pages = [section.page_at(lead + o) for o in part_offsets(body, texts)]
+        offsets = [lead + o for o in part_offsets(body, texts)]
+        pages = [section.page_at(o) for o in offsets]
+        starts = [
+            part_page_starts(section, text, offset, page)
+            for text, offset, page in zip(texts, offsets, pages, strict=True)
+        ]
     else:
         pages = [section.page] * len(texts)
     return [
@@ -162,6 +184,7 @@ def chunk_section(doc: Document, section: Section, settings: ChunkerSettings) ->
             part=i,
             parts=len(texts),
             metadata=metadata,
+            page_starts=starts[i],
         )
         for i, text in enumerate(texts)
     ]

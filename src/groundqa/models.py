@@ -56,6 +56,19 @@ def uri_for(source: str, page: int | None, anchor: str | None = None) -> str:
     return f"{base}#{quote(anchor, safe=ANCHOR_SAFE)}" if anchor else base
 
 
+def page_at(page: int | None, page_starts: tuple[tuple[int, int], ...], offset: int) -> int | None:
+    """The page of the character at `offset` in a text whose pages begin at `page_starts`
+    ((offset, page) pairs in order); `page` where there are none."""
+    if not page_starts:
+        return page
+    at = bisect.bisect_right(page_starts, (offset, sys.maxsize)) - 1
+    return page_starts[max(at, 0)][1]
+
+
+def _pairs(raw: Any) -> tuple[tuple[int, int], ...]:
+    return tuple((int(o), int(p)) for o, p in raw or ())
+
+
 @dataclass(frozen=True)
 class Section:
     """One addressable unit of a document: a `##` section, a CSV row, a clause.
@@ -75,10 +88,7 @@ class Section:
 
     def page_at(self, offset: int) -> int | None:
         """The page the character at `offset` in `text` is on (`page` without page_starts)."""
-        if not self.page_starts:
-            return self.page
-        at = bisect.bisect_right(self.page_starts, (offset, sys.maxsize)) - 1
-        return self.page_starts[max(at, 0)][1]
+        return page_at(self.page, self.page_starts, offset)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {
@@ -103,7 +113,7 @@ class Section:
             path=tuple(d.get("path", ())),
             page=d.get("page"),
             metadata=dict(d.get("metadata", {})),
-            page_starts=tuple((int(o), int(p)) for o, p in d.get("page_starts", ())),
+            page_starts=_pairs(d.get("page_starts")),
         )
 
 
@@ -150,7 +160,13 @@ class Document:
 
 @dataclass(frozen=True)
 class Chunk:
-    """The unit that is indexed and retrieved: a section, or one part of a long one."""
+    """The unit that is indexed and retrieved: a section, or one part of a long one.
+
+    `page` is the page its text starts on; a chunk that runs over a page break also has
+    `page_starts`, as a section does: (character offset in `text`, page) where each
+    page's part begins, the first at offset 0. So a citation can name the page of the
+    very sentence it quotes.
+    """
 
     chunk_id: str
     doc_id: str
@@ -163,6 +179,7 @@ class Chunk:
     part: int = 0
     parts: int = 1
     metadata: dict[str, Any] = field(default_factory=dict)
+    page_starts: tuple[tuple[int, int], ...] = ()
 
     @property
     def breadcrumb(self) -> str:
@@ -170,8 +187,16 @@ class Chunk:
 
     @property
     def uri(self) -> str:
+        return self.uri_at(self.page)
+
+    def uri_at(self, page: int | None) -> str:
+        """The chunk's link, to `page` (one of its pages) where it has pages."""
         anchor = self.metadata.get(ANCHOR)
-        return uri_for(self.source, self.page, anchor if isinstance(anchor, str) else None)
+        return uri_for(self.source, page, anchor if isinstance(anchor, str) else None)
+
+    def page_at(self, offset: int) -> int | None:
+        """The page the character at `offset` in `text` is on."""
+        return page_at(self.page, self.page_starts, offset)
 
     def index_text(self, section_path: bool = True) -> str:
         """What the indexes see: title and section path travel with the body. Without
@@ -192,6 +217,7 @@ class Chunk:
             "part": self.part,
             "parts": self.parts,
             "metadata": dict(self.metadata),
+            **({"page_starts": [list(p) for p in self.page_starts]} if self.page_starts else {}),
         }
 
     @classmethod
@@ -208,6 +234,7 @@ class Chunk:
             part=int(d.get("part", 0)),
             parts=int(d.get("parts", 1)),
             metadata=dict(d.get("metadata", {})),
+            page_starts=_pairs(d.get("page_starts")),
         )
 
 

@@ -332,3 +332,18 @@ class PassageTerms:
             )
             self._sentences[key] = found
         return found
+
+
+# A passage is found again by its first words, up to these many characters.
+OPENING_WORDS = 8
+OPENING_CHARS = 80
+
+
+def find_opening(text: str, passage: str, start: int = 0) -> int:
+    """Where `passage`'s first words begin in `text` from `start`, whatever the spacing
+    between them; -1 where they are not there."""
+    words = passage[:OPENING_CHARS].split()[:OPENING_WORDS]
+    if not words:
+        return -1
+    match = re.compile(r"\s+".join(re.escape(w) for w in words)).search(text, start)
+    return match.start() if match else -1

@@ -27,7 +27,7 @@ from groundqa.intent import GenerationSettings
 from groundqa.models import Citation, Hit
 from groundqa.providers import GeneratorOptions
 from groundqa.read import Reading
-from groundqa.text import PassageTerms
+from groundqa.text import PassageTerms, find_opening
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,13 @@ def extractive_generator(arg: str, options: GeneratorOptions) -> Generator:
 
 
 def cite(n: int, hit: Hit, snippet: str) -> Citation:
+    """Citation `n` of `hit`, quoting `snippet`: on the page the snippet is on, where
+    the chunk runs over a page break and the snippet is found in it."""
     c = hit.chunk
+    page = c.page
+    if c.page_starts:
+        at = find_opening(c.text, snippet)
+        page = c.page_at(at) if at >= 0 else c.page
     heading = c.section_path[-1] if c.section_path else c.section_id.rpartition("#")[2]
     clause = clause_ref(
         doc_id=c.doc_id,
@@ -113,8 +119,8 @@ def cite(n: int, hit: Hit, snippet: str) -> Citation:
         section_id=c.section_id,
         title=c.title,
         section=c.breadcrumb,
-        page=c.page,
-        uri=c.uri,
+        page=page,
+        uri=c.uri_at(page),
         snippet=snippet,
         clause=clause,
     )

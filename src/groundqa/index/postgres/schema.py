@@ -32,6 +32,7 @@ from groundqa.errors import (
     UsageError,
 )
 from groundqa.index.manifest import Manifest
+from groundqa.models import Chunk
 
 SCHEMA_VERSION = 1
 CONNECT_TIMEOUT_S = 5
@@ -259,6 +260,25 @@ def _read_build(cur: Any, url: str, build_id: str | None = None) -> BuildInfo:
 
 
 # ------------------------------------------------------------------ a build's tables
+
+# A chunk's `page_starts` (PDF pages within one chunk) is kept in its metadata column
+# under this key, so every build's table has the same columns; it is taken out again
+# when the chunk is read, and never seen as metadata.
+PAGE_STARTS_KEY = "groundqa:page_starts"
+
+
+def stored_metadata(chunk: Chunk) -> dict[str, Any]:
+    """What a chunk's metadata column holds: its metadata and its page starts."""
+    if not chunk.page_starts:
+        return chunk.metadata
+    return {**chunk.metadata, PAGE_STARTS_KEY: [list(p) for p in chunk.page_starts]}
+
+
+def read_metadata(stored: dict[str, Any]) -> dict[str, Any]:
+    """A chunk's `metadata` and `page_starts` from its metadata column."""
+    metadata = dict(stored)
+    starts = metadata.pop(PAGE_STARTS_KEY, None) or ()
+    return {"metadata": metadata, "page_starts": tuple((int(o), int(p)) for o, p in starts)}
 
 
 def _columns(vectors: bool) -> list[str]:

@@ -39,6 +39,7 @@ from groundqa.index.postgres.schema import (
     _sql,
     _where,
     connect,
+    read_metadata,
     redact,
 )
 from groundqa.models import Chunk
@@ -146,7 +147,7 @@ class PostgresStore:
                 page=r[8],
                 part=r[9],
                 parts=r[10],
-                metadata=dict(r[11]),
+                **read_metadata(r[11]),
             )
             for r in rows
         ]

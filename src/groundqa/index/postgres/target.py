@@ -42,6 +42,7 @@ from groundqa.index.postgres.schema import (
     ensure_schema,
     ensure_vector_extension,
     redact,
+    stored_metadata,
 )
 from groundqa.models import Chunk
 from groundqa.text import Analyzer
@@ -225,7 +226,7 @@ class PostgresTarget:
                         chunk.page,
                         chunk.part,
                         chunk.parts,
-                        json.dumps(chunk.metadata, ensure_ascii=False, default=str),
+                        json.dumps(stored_metadata(chunk), ensure_ascii=False, default=str),
                     ]
                     if embedder is not None:
                         record.append(vector)
