@@ -112,6 +112,11 @@ BENCHMARKS: dict[str, Benchmark] = {
         "bench/pdf.py",
         (*LOAD, *CHUNK, f"{_PKG}/models.py", "tests/pdfgen.py", "examples/regpack"),
     ),
+    "pdf_headings": Benchmark(
+        "PDF headings by their type, against real outlines",
+        "bench/pdf_headings.py",
+        LOAD,
+    ),
     "real_docs": Benchmark(
         "Real documents: questions on public documents nobody here wrote",
         "bench/real_docs.py",

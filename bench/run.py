@@ -23,6 +23,7 @@ import gate
 import generation
 import intent
 import pdf
+import pdf_headings
 import pipeline
 import postgres_eval
 import postgres_load
@@ -46,6 +47,7 @@ def main() -> int:
     scope.run()
     followups.run()
     pdf.run()
+    pdf_headings.run()
     real_docs.run()
     intent.run()
     gate.run()

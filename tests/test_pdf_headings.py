@@ -160,6 +160,10 @@ def test_real_bylaw_headings_from_its_type() -> None:
         "Schedule 2 – Prohibited Noise by Time and Place",
         "Schedule 3 – Exempted Noise",
     ]
+    # "Noise By-law", set large on page 2 only of 12, names the document: not a level.
+    assert next(s for s in doc.sections if s.heading == "1. Definitions").path == (
+        "1. Definitions",
+    )
     # The bold subheadings sit under their numbered section.
     works = next(
         s for s in doc.sections if s.heading == "Delegation of Authority for Infrastructure Works"

@@ -192,14 +192,9 @@ def load_pdf(
         )
 
     title, outline = _title(read, path)
-    pages, stripped = strip_furniture([_page_lines(t) for t in texts], title)
+    lines, stripped = _lines(read, texts, title)
     if stripped:
         findings.append(furniture_finding(path, name, stripped))
-    lines = [
-        Line(text, number, style)
-        for number, page in enumerate(pages, 1)
-        for text, style in _styled(page, read.styles[number - 1])
-    ]
     full = _full_line_chars(lines)
 
     headings = _outline_headings(lines, outline) if outline else []
@@ -214,6 +209,33 @@ def load_pdf(
         sections=tuple(sections),
     )
     return [document], findings
+
+
+class HeadingView(NamedTuple):
+    """What the heading finders see of a PDF, for measuring them against its outline."""
+
+    title: str
+    outline: list[tuple[int, str, int]]  # (depth, title, page) of each usable entry
+    found: list[Heading]  # the headings its type sets apart (`pdf_headings`)
+    numbered: list[Heading]  # the numbered headings (the finder used without type)
+
+
+def heading_view(path: Path) -> HeadingView:
+    """The headings the type and the numbering would give `path`, beside its outline,
+    whatever the loader would choose (bench/pdf_headings.py); pages without a text layer
+    are left out."""
+    with _quiet_pypdf():
+        read = _read(path, MAX_PAGES)
+    if isinstance(read, Finding):
+        raise _Unreadable(read.message)
+    title, outline = _title(read, path)
+    lines, _ = _lines(read, read.texts, title)
+    return HeadingView(
+        title,
+        outline,
+        styled_headings(lines, title),
+        _numbered_headings(lines, _full_line_chars(lines)),
+    )
 
 
 # --- reading ----------------------------------------------------------------------
@@ -421,6 +443,20 @@ def _page_lines(text: str) -> list[str]:
         if line:
             lines.append(line)
     return lines
+
+
+def _lines(
+    read: _Pages, texts: Sequence[str], title: str
+) -> tuple[list[Line], dict[str, list[str]]]:
+    """Every line of the document's text, furniture removed, with its type where known;
+    and the furniture removed (see `strip_furniture`)."""
+    pages, stripped = strip_furniture([_page_lines(t) for t in texts], title)
+    lines = [
+        Line(text, number, style)
+        for number, page in enumerate(pages, 1)
+        for text, style in _styled(page, read.styles[number - 1])
+    ]
+    return lines, stripped
 
 
 def _styled(

@@ -12,13 +12,17 @@ wrapped), unless a line starts with a number or a division's name ("3.1 Applicat
 after "3 Permits"), of at most HEADING_MAX_LINES lines: a longer run in heading type is a bold
 paragraph, a table's bold header cells or a table of contents, not a heading. A heading also reads
 as one: a short line of words (not a row of figures), with no sentence ending inside it,
-not ending in a comma or a word a phrase goes on from, nor followed by a line that
-starts in lower case (its sentence runs on). It ends in a full stop only when it is
+not ending in a comma or a word a phrase goes on from, nor, when it is set at the body's
+size, followed by a line that starts in lower case (a bold start of a sentence that runs
+on; after larger type, a line in lower case is an identifier opening the text). It ends in a full stop only when it is
 numbered or set in capitals ("SECTION 5.", "25.04.030 EXEMPTIONS.").
 
 The cover page of a longer document is set in type of its own; a heading style found
 nowhere but on the first page of a document of more than COVER_MIN_PAGES pages is the
-cover's, not a level of headings. The title is never a heading, and neither is a
+cover's, not a level of headings; so is the largest heading type when it is used on the
+first TITLE_PAGES pages only of a document of TITLE_MIN_DOCUMENT_PAGES or more (the
+document's name over its contents). A line with a
+table of contents' dot leaders is not a heading. The title is never a heading, and neither is a
 heading repeated with "(continued)" at the top of the next page: its section goes on.
 
 Levels follow the styles: larger type above smaller, bold above regular at one size,
@@ -49,11 +53,16 @@ HEADING_MAX_LINES = 3
 MAX_FIGURES = 2
 # A heading style is used by at least this many headings in the document.
 MIN_STYLED_HEADINGS = 2
+# The largest heading type, used on these first pages only of a document at least this
+# long, is a title, not a level.
+TITLE_PAGES = 2
+TITLE_MIN_DOCUMENT_PAGES = 8
 # Documents longer than this have a cover page whose type is not a heading level.
 COVER_MIN_PAGES = 2
 
 _NUMBER = re.compile(r"^(\d{1,3}(?:\.\d{1,3}){0,5})\.?\s")
 _CONTINUED = re.compile(r"\s*[(\[]?\b(?:continued|cont'd|contd)\b\.?[)\]]?\s*", re.IGNORECASE)
+_LEADER = re.compile(r"(?:\. ?){4,}|…{2,}")  # a table of contents' dot leaders
 _LETTER = re.compile(r"[^\W\d_]")
 _FIGURE = re.compile(r"^[(\[]?[\d.,/%:$£€+–-]*\d[\d.,/%:$£€+–-]*[)\]]?$")
 _SENTENCE_INSIDE = re.compile(r"[a-z]{2,}[.!?][\"'”’)]*\s+[A-Z]")
@@ -104,7 +113,7 @@ def _heading_type(style: LineStyle | None, body: LineStyle) -> bool:
 
 def reads_as_heading(text: str) -> bool:
     """Whether a line's words could be a heading (see the module docstring)."""
-    if len(text) > HEADING_MAX_CHARS or _SENTENCE_INSIDE.search(text):
+    if len(text) > HEADING_MAX_CHARS or _SENTENCE_INSIDE.search(text) or _LEADER.search(text):
         return False
     letters = len(_LETTER.findall(text))
     if letters < 2 or letters < 0.5 * sum(not c.isspace() for c in text):
@@ -154,10 +163,10 @@ def _blocks(lines: Sequence[Line], body: LineStyle) -> list[_Block]:
 
 
 def _depth(text: str) -> int:
-    """How deep a heading's number goes ("3" 1, "3.1" 2; 0 unnumbered): within one type,
-    "3.1 Applications" sits under "3 Permits"."""
+    """How deep a heading's number goes ("3" 1, "3.1" 2; unnumbered 1): within one type,
+    "3.1 Applications" sits under "3 Permits", and "Contents" beside "1. Introduction"."""
     number = _NUMBER.match(text)
-    return number.group(1).count(".") + 1 if number is not None else 0
+    return number.group(1).count(".") + 1 if number is not None else 1
 
 
 def styled_headings(lines: Sequence[Line], title: str) -> list[Heading]:
@@ -172,7 +181,8 @@ def styled_headings(lines: Sequence[Line], title: str) -> list[Heading]:
     seen: set[str] = set()
     for block in _blocks(lines, body):
         following = lines[block.start].text if block.start < len(lines) else ""
-        if following[:1].islower() or not reads_as_heading(block.text):
+        runs_on = following[:1].islower() and block.style.size < HEADING_SIZE_SHARE * body.size
+        if runs_on or not reads_as_heading(block.text):
             continue
         text = norm(block.text)
         if text == wanted or (block.page == 1 and text and text in wanted):
@@ -184,9 +194,15 @@ def styled_headings(lines: Sequence[Line], title: str) -> list[Heading]:
     if pages > COVER_MIN_PAGES:
         inside = {b.style for b in found if b.page > 1}
         found = [b for b in found if b.style in inside]
+    order = sorted({b.style for b in found}, key=lambda s: (-s.size, not s.bold))
+    # The largest type used only near the start names the document, not a level.
+    while len(order) > 1 and pages >= TITLE_MIN_DOCUMENT_PAGES:
+        if any(b.page > TITLE_PAGES for b in found if b.style == order[0]):
+            break
+        found = [b for b in found if b.style != order[0]]
+        order = order[1:]
     if len(found) < MIN_STYLED_HEADINGS:
         return []
-    order = sorted({b.style for b in found}, key=lambda s: (-s.size, not s.bold))
     rank = {style: i for i, style in enumerate(order)}
     stack: list[tuple[tuple[int, int], str]] = []
     headings: list[Heading] = []
