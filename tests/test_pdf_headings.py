@@ -196,3 +196,37 @@ def test_real_report_chapters_from_its_type() -> None:
     assert ("Employment",) in paths
     # A bold paragraph and a table's bold header cells are not headings.
     assert all(len(" ".join(p)) < 60 for p in paths)
+
+
+# --- pages without type to go by: headings by their words and place ----------------
+
+
+def test_headings_in_body_type_are_found_by_their_words_and_place(tmp_path: Path) -> None:
+    clause = "shall not cause or permit a vehicle to idle for more than five minutes in any hour."
+    blocks = [
+        ("body", "PART I - INTERPRETATION"),
+        ("body", "Definitions"),
+        (
+            "body",
+            "1. In this by-law, a vehicle means any motor vehicle that is driven on a highway.",
+        ),
+        ("body", "Idling of Vehicles"),
+        ("body", f"2. No person {clause}"),
+        ("body", "3. No driver of a bus waiting at a stop " + clause),
+        ("body", "SECOND SCHEDULE"),
+        ("body", "The premises listed below front onto Stoneleigh Road and are covered in full."),
+        ("body", "1 Stoneleigh Road"),
+        ("body", "3 Stoneleigh Road"),
+        ("body", "5 Stoneleigh Road"),
+        ("body", "Signed by the Town Clerk on the first day of June in the year it was passed."),
+    ]
+    (doc,), _ = load_pdf(write_styled(tmp_path / "idling.pdf", blocks), root=tmp_path)
+    paths = [s.path for s in doc.sections if s.heading]
+    assert paths == [
+        ("PART I - INTERPRETATION", "Definitions"),
+        ("PART I - INTERPRETATION", "Idling of Vehicles"),
+        ("PART I - INTERPRETATION", "SECOND SCHEDULE"),
+    ]
+    # A list of numbered addresses is the schedule's text, not a run of headings.
+    schedule = doc.sections[-1]
+    assert "1 Stoneleigh Road" in schedule.text and "5 Stoneleigh Road" in schedule.text

@@ -25,13 +25,17 @@ is its own ancestors in the outline. An outline is ignored, and headings are fou
 without one, when under three quarters of its entries lead to a page or every entry is
 a page label ("Page 3"): a scanner's leftovers, not the document's structure. A heading
 used more than once ("SECTION 1." in every chapter) has its path as its id. Without an
-outline, numbered heading lines are recognised ("2.1.3 Scope 1 thresholds", "Part 2 —
-Obligations", "Schedule 1 Fees"):
+outline, headings are the lines the type sets apart (`pdf_headings`: larger than the
+body, or bold where it is not). Where the type sets none apart (a scan's text layer, a
+typewritten page read by OCR), numbered heading lines are recognised ("2.1.3 Scope 1
+thresholds", "Part 2 — Obligations", "Schedule 1 Fees"):
 lines that end where the text did not force a wrap (the next word would have fitted),
-do not end a sentence or in "the" or "of", are not continued in lower case, and whose
+do not end a sentence or in "the" or "of", are not continued in lower case, are not
+one of a list of numbered short lines ("1 Stoneleigh Road"), and whose
 number fits the numbering so far ("2.1" only under "2"; Parts above numbers; a Schedule
-starts afresh). A clause such as "1.1 A tree is protected if ..." is body text. Section
-ids are `<file>#<heading>`, as in Markdown; text before the first heading is the
+starts afresh); and so are a few words in Title Case or capitals standing alone after a
+sentence, before a clause ("Idling of Vehicles", "FIRST SCHEDULE"). A clause such as
+"1.1 A tree is protected if ..." is body text. Section ids are `<file>#<heading>`, as in Markdown; text before the first heading is the
 `<file>#preamble` section. A section's page is where its text starts, and it records
 the page each stretch of its text is on (`Section.page_starts`), so that every chunk
 cut from it links to its own page (`#page=N`, the physical page, 1-based).
@@ -84,6 +88,11 @@ SHORT_LINE_SHARE = 0.6
 EARLY_SHARE = 0.7
 # The next number at one level may skip a few (repealed sections), not jump far.
 NUMBER_STEP_MAX = 10
+# A heading known by its words alone (`_label`): at most this many words and characters,
+# every word from this many letters capitalised.
+LABEL_MAX_WORDS = 6
+LABEL_MAX_CHARS = 60
+LABEL_CAPITALISED_FROM = 4
 # An outline is used when at least this share of its entries lead to a page.
 OUTLINE_MIN_LINKED = 0.75
 
@@ -618,15 +627,18 @@ class _Numbering:
     def push(self, c: _Candidate, heading: str) -> tuple[str, ...]:
         while self.stack and self.stack[-1][0].rank >= c.rank:
             self.stack.pop()
-        if c.kind != "numbered":
+        if c.kind not in ("numbered", "label"):
             # A new Part (Schedule, ...) may restart the numbering below it.
             self.last = {k: v for k, v in self.last.items() if _RANK_OF.get(k[0], 9) <= c.rank}
-        self.last[(c.kind, c.number[:-1])] = c.number[-1]
+        if c.number:
+            self.last[(c.kind, c.number[:-1])] = c.number[-1]
         self.stack.append((c, heading))
         return tuple(h for _, h in self.stack)
 
 
-_RANK_OF = {**_RANKS, "numbered": SECTION_RANK}
+_RANK_OF = {**_RANKS, "numbered": SECTION_RANK, "label": SECTION_RANK}
+# A heading known by its words alone sits where numbered headings do.
+_LABEL = _Candidate(SECTION_RANK, (), "label")
 
 
 def _wrapped(line: str, following: str, full: int) -> bool:
@@ -650,17 +662,21 @@ def _numbered_headings(lines: Sequence[Line], full: int) -> list[Heading]:
         text = line.text
         if len(text) > HEADING_MAX_CHARS or _NOT_A_HEADING_END.search(text):
             continue
+        following = lines[i + 1].text if i + 1 < len(lines) else ""
+        previous = lines[i - 1].text if i > 0 else ""
         candidate = _candidate(text)
         if candidate is None:
+            if _label(text, previous, following, full, bool(headings and headings[-1].start == i)):
+                headings.append(Heading(i, i + 1, text, numbering.push(_LABEL, text)))
             continue
-        following = lines[i + 1].text if i + 1 < len(lines) else ""
         if following[:1].islower():
             continue  # the sentence runs on
+        if _listed(candidate, previous, following, full):
+            continue  # "1 Stoneleigh Road" over "1a Stoneleigh Road": a list's item
         if _wrapped(text, following, full) and not _opens(candidate, following):
             continue  # a wrapped line of a paragraph, unless its first clause follows
         if _FUNCTION_WORD.search(text):
             continue  # "1.1 The register is kept by the": a heading does not end so
-        previous = lines[i - 1].text if i > 0 else ""
         if previous.endswith(("-", ",")) or (
             _wrapped(previous, text, full) and not _SENTENCE_END.search(previous)
         ):
@@ -669,6 +685,41 @@ def _numbered_headings(lines: Sequence[Line], full: int) -> list[Heading]:
             continue
         headings.append(Heading(i, i + 1, text, numbering.push(candidate, text)))
     return headings
+
+
+def _listed(candidate: _Candidate, previous: str, following: str, full: int) -> bool:
+    """Whether a numbered line is an item of a list or a table's row: the line before or
+    after it is short and starts with a figure too (after it, not as the first clause
+    under it)."""
+    if candidate.kind != "numbered":
+        return False
+
+    def item(line: str) -> bool:
+        return line[:1].isdigit() and len(line) < SHORT_LINE_SHARE * full
+
+    return (item(following) and not _opens(candidate, following)) or (
+        item(previous) and not _SENTENCE_END.search(previous)
+    )
+
+
+def _label(text: str, previous: str, following: str, full: int, after_heading: bool) -> bool:
+    """Whether a line without a number is a heading by its words and place alone: a few
+    words in Title Case or capitals ("Idling of Vehicles", "FIRST SCHEDULE"), no digits
+    or commas, after a line that ends a sentence (or a heading), before a clause or a
+    full line of text. Scanned pages carry no type to tell a heading by, and this is
+    what is left."""
+    words = text.split()
+    if not 0 < len(words) <= LABEL_MAX_WORDS or len(text) > LABEL_MAX_CHARS:
+        return False
+    if not text[0].isupper() or any(c.isdigit() or c in ",;:()" for c in text):
+        return False
+    if not all(w[0].isupper() for w in words if len(w) >= LABEL_CAPITALISED_FROM):
+        return False
+    if _FUNCTION_WORD.search(text) or text.endswith(_DASHES):
+        return False
+    if not (after_heading or not previous or _SENTENCE_END.search(previous)):
+        return False
+    return bool(_NEW_BLOCK.match(following)) or len(following) >= SHORT_LINE_SHARE * full
 
 
 # --- text -------------------------------------------------------------------------
