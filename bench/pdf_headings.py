@@ -20,7 +20,10 @@ Measured per PDF:
   is the found heading's own parent (the top level counts when both are at the top);
 - found headings not in the outline. An outline is often shallower than the text's
   headings (a manual's function entries, a by-law's sections), so these are not all
-  errors; the table lists them so a reader can judge.
+  errors; the table lists them so a reader can judge;
+- and what the loader does with the outline itself: the share of its sections whose
+  breadcrumb is their entry's path in the outline (the issue of siblings nested under
+  each other).
 
     python bench/pdf_headings.py
 """
@@ -38,7 +41,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, shared_path, write_result
-from groundqa.loaders.pdf import heading_view
+from groundqa.loaders.pdf import heading_view, load_pdf
 from groundqa.loaders.pdf_furniture import norm
 
 DEBIAN = (
@@ -93,6 +96,24 @@ def score(
     }
 
 
+def outline_breadcrumbs(path: Path, outline: Sequence[tuple[int, str, int]]) -> dict[str, Any]:
+    """The loader's own sections (it uses the outline): the share of its headed sections
+    whose path is their outline entry's path (ancestors and itself, as the outline nests
+    them), entries taken in order."""
+    (doc,), _ = load_pdf(path, ocr=False)
+    paths: list[tuple[str, ...]] = []
+    stack: list[tuple[int, str]] = []
+    for depth, title, _ in outline:
+        while stack and stack[-1][0] >= depth:
+            stack.pop()
+        stack.append((depth, title))
+        paths.append(tuple(t for _, t in stack))
+    headed = [s for s in doc.sections if s.heading]
+    remaining = iter(paths)
+    right = sum(section.path in remaining for section in headed)
+    return {"sections": len(headed), "matching": right, "share": round(right / len(headed), 4)}
+
+
 def pdfs() -> list[Path]:
     files: list[Path] = []
     folder = shared_path("corpora", "real_docs")
@@ -117,6 +138,7 @@ def run() -> dict[str, Any] | None:
             "source": "debian" if path in DEBIAN else "real_docs",
             "type": score(view.outline, [(h.text, h.path) for h in view.found]),
             "numbered": score(view.outline, [(h.text, h.path) for h in view.numbered]),
+            "loaded": outline_breadcrumbs(path, view.outline),
         }
     if not rows:
         print("skipped: no PDF with an outline found", file=sys.stderr)
@@ -146,14 +168,17 @@ def markdown(data: dict[str, Any]) -> str:
         "headings the outline does not list (often deeper headings than the outline's).",
         "",
         "| PDF | outline entries | by type: recall / nesting / not in outline "
-        "| by numbering: recall / nesting / not in outline |",
-        "|---|---:|---|---|",
+        "| by numbering: recall / nesting / not in outline "
+        "| loaded with the outline: breadcrumbs as the outline |",
+        "|---|---:|---|---|---|",
     ]
     for name, row in data["pdfs"].items():
         cells = [
             f"{_pct(row[k]['recall'])} / {_pct(row[k]['nesting'])} / {row[k]['not_in_outline']}"
             for k in ("type", "numbered")
         ]
+        loaded = row["loaded"]
+        cells.append(f"{_pct(loaded['share'])} ({loaded['matching']}/{loaded['sections']})")
         lines.append(
             f"| {name} ({row['source']}) | {row['type']['outline']} | {' | '.join(cells)} |"
         )
