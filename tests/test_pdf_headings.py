@@ -27,6 +27,10 @@ LONG_BODY = " ".join(
     f"within the limits, with {n + 1} repairs made to the pipes that serve district {n}."
     for n in range(1, 15)
 )
+QUESTION = (
+    "Can a household that is not connected to the public supply ask the council for a copy "
+    "of the review, and is there a charge for it?"
+)
 BOLD_PARAGRAPH = (
     "Please note that this review was prepared before the new standards came into "
     "force and that some figures may change when the next review is published in the "
@@ -55,6 +59,9 @@ def _review(tmp_path: Path) -> Document:
         ("body", "Nitrate levels stayed below eleven milligrams per litre at every source."),
         ("h2", "Costs"),
         ("body", "The review cost the council forty thousand pounds."),
+        ("h1", "Questions"),
+        ("h2", QUESTION),
+        ("body", "Yes: every household may ask for a copy, and it is sent free of charge."),
     ]
     path = write_styled(tmp_path / "review.pdf", blocks)
     (doc,), _ = load_pdf(path, root=tmp_path)
@@ -70,6 +77,7 @@ def test_headings_set_apart_by_type_become_nested_sections(tmp_path: Path) -> No
         ("Findings",),
         ("Findings", "Water quality"),
         ("Findings", "Costs"),
+        ("Questions", QUESTION),  # a long question set apart, over two lines
     ]
     # The cover's large type is not a level of headings; it is the title.
     assert doc.title == "ANNUAL WATER REVIEW"

@@ -14,8 +14,10 @@ paragraph, a table's bold header cells or a table of contents, not a heading. A 
 as one: a short line of words (not a row of figures), with no sentence ending inside it,
 not ending in a comma or a word a phrase goes on from, nor, when it is set at the body's
 size, followed by a line that starts in lower case (a bold start of a sentence that runs
-on; after larger type, a line in lower case is an identifier opening the text). It ends in a full stop only when it is
-numbered or set in capitals ("SECTION 5.", "25.04.030 EXEMPTIONS.").
+on; after larger type, a line in lower case is an identifier opening the text). A
+question set apart (an FAQ's) may be up to QUESTION_MAX_CHARS long. A heading ends in a
+full stop only when it is numbered or set in capitals ("SECTION 5.", "25.04.030
+EXEMPTIONS.").
 
 The cover page of a longer document is set in type of its own; a heading style found
 nowhere but on the first page of a document of more than COVER_MIN_PAGES pages is the
@@ -44,6 +46,8 @@ from groundqa.loaders.pdf_furniture import FUNCTION_WORD, norm
 from groundqa.loaders.pdf_layout import LineStyle
 
 HEADING_MAX_CHARS = 100
+# A question set apart as a heading (an FAQ's) may run longer.
+QUESTION_MAX_CHARS = 200
 # A heading's type is at least this much larger than the body's, or bold (where the
 # body is regular) and at least this share of the body's size.
 HEADING_SIZE_SHARE = 1.15
@@ -113,7 +117,8 @@ def _heading_type(style: LineStyle | None, body: LineStyle) -> bool:
 
 def reads_as_heading(text: str) -> bool:
     """Whether a line's words could be a heading (see the module docstring)."""
-    if len(text) > HEADING_MAX_CHARS or _SENTENCE_INSIDE.search(text) or _LEADER.search(text):
+    limit = QUESTION_MAX_CHARS if text.endswith("?") else HEADING_MAX_CHARS
+    if len(text) > limit or _SENTENCE_INSIDE.search(text) or _LEADER.search(text):
         return False
     letters = len(_LETTER.findall(text))
     if letters < 2 or letters < 0.5 * sum(not c.isspace() for c in text):
