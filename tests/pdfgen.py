@@ -648,3 +648,21 @@ def write_styled(path: Path, blocks: Sequence[tuple[str, str]]) -> Path:
         pdf.ln(PARAGRAPH_GAP)
     pdf.output(str(path))
     return path
+
+
+def write_outlined(path: Path, entries: Sequence[tuple[int, str, str, str]]) -> Path:
+    """A PDF with an outline whose entries need not read as the headings drawn: each
+    entry is (level, outline title, heading as drawn, paragraph), each on a new page when
+    its level is 0 (so entries share pages too)."""
+    pdf = _Pdf("", furniture=False)
+    for level, title, heading, paragraph in entries:
+        if level == 0 or pdf.page_no() == 0:
+            pdf.add_page()
+        pdf.start_section(title, level=level, strict=False)
+        pdf.set_font("Helvetica", "B", 14 if level == 0 else 12)
+        pdf.multi_cell(0, 7, latin1(heading), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        pdf.set_font("Helvetica", "", BODY_SIZE)
+        pdf.multi_cell(0, LINE_H, latin1(paragraph), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        pdf.ln(PARAGRAPH_GAP)
+    pdf.output(str(path))
+    return path

@@ -13,7 +13,7 @@ from groundqa.loaders import load_pdf
 from groundqa.loaders.pdf_headings import reads_as_heading
 from groundqa.models import Document, Hit
 from tests.conftest import need_shared
-from tests.pdfgen import write_styled
+from tests.pdfgen import write_outlined, write_styled
 
 REAL = ("corpora", "real_docs")
 
@@ -238,3 +238,28 @@ def test_headings_in_body_type_are_found_by_their_words_and_place(tmp_path: Path
     # A list of numbered addresses is the schedule's text, not a run of headings.
     schedule = doc.sections[-1]
     assert "1 Stoneleigh Road" in schedule.text and "5 Stoneleigh Road" in schedule.text
+
+
+# --- outline entries that do not read as the headings drawn ------------------------
+
+
+def test_outline_titles_without_the_drawn_numbers_still_cut_at_their_headings(
+    tmp_path: Path,
+) -> None:
+    entries = [
+        (0, "Structure handling", "2 Structure handling", "Structures are read from a file."),
+        (1, "Syntax", "2.1 Syntax", "The parser is case sensitive and comments start with --."),
+        (1, "Naming", "2.2 Naming", "Every element is named by its path from the root."),
+        (1, "Nonregular files", "2.3 Non-regular files", "Sockets and pipes get types too."),
+        (0, "A Copying Information", "Appendix A Copying Information", "The licence follows."),
+    ]
+    path = write_outlined(tmp_path / "manual.pdf", entries)
+    (doc,), _ = load_pdf(path, root=tmp_path)
+    sections = {s.heading: s for s in doc.sections if s.heading}
+    # Each section holds its own paragraph only: its heading was found on the page,
+    # not guessed at the page's first line.
+    assert sections["Syntax"].text == "The parser is case sensitive and comments start with --."
+    assert sections["Naming"].text == "Every element is named by its path from the root."
+    assert sections["Nonregular files"].text == "Sockets and pipes get types too."
+    assert sections["Nonregular files"].path == ("Structure handling", "Nonregular files")
+    assert sections["A Copying Information"].text == "The licence follows."

@@ -506,9 +506,7 @@ def test_urls_lose_their_password_in_messages() -> None:
     assert json.dumps(redact("postgresql://u@h/db")) == '"postgresql://u@h/db"'
 
 
-def test_chunk_page_starts_round_trip_and_stay_out_of_metadata(
-    pg_url: str, tmp_path: Path
-) -> None:
+def test_chunk_page_starts_round_trip_and_stay_out_of_metadata(pg_url: str, tmp_path: Path) -> None:
     from tests.test_pdf_headings import _review
 
     folder = tmp_path / "docs"

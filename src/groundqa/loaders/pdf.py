@@ -130,6 +130,9 @@ _BROKEN_WORD = re.compile(rf"{_WORD_START}({_LETTERS}+)-$")
 _CONTINUES_WORD = re.compile(rf"^([^\W\d_A-Z]{_LETTERS}*)")
 _COMPOUND = re.compile(rf"{_WORD_START}{_LETTERS}+(?:-{_LETTERS}+)+")
 _WORD = re.compile(rf"{_LETTERS}+")
+# A heading's number as `_norm` leaves it ("2 1 " of "2.1 ", "a " of "A. ", "appendix
+# b "), which an outline entry's title often leaves off.
+_OUTLINE_NUMBER = re.compile(r"^(?:(?:appendix|annex|chapter|section|part) )?(?:(?:[a-z]|\d+) )+")
 _ROMAN = {"i": 1, "v": 5, "x": 10, "l": 50, "c": 100}
 _PYPDF_LOCK = threading.Lock()
 
@@ -530,20 +533,23 @@ class _HeadingFinder:
 
     Reading every line of the page for every entry costs entries x lines: minutes for an
     outline of thousands of entries over a long page. Each line is normalised once and
-    indexed by its text; a title is then looked up whole, and each of its word-boundary
-    prefixes is looked up as the first line of a heading wrapped onto two.
+    indexed by its text, and by its text without a leading number ("2.1 ASN.1 syntax" is
+    found for the entry "ASN.1 syntax": outlines often leave the number off, or give
+    another, "A Copying Information" for "Appendix A Copying Information"); a title is
+    then looked up whole and without its number, and each of its word-boundary prefixes is looked up as the
+    first line of a heading wrapped onto two.
     """
 
     def __init__(self, lines: Sequence[Line]) -> None:
         self.lines = lines
         self.at: dict[str, list[int]] = {}
         for i, line in enumerate(lines):
-            text = _norm(line.text)
-            if text:
-                self.at.setdefault(text, []).append(i)
+            for key in _finder_keys(line.text):
+                self.at.setdefault(key, []).append(i)
 
     def _on_page(self, text: str, start: int, page: int) -> Iterator[int]:
-        """Indexes of the lines reading `text` on `page`, from `start` on, in order."""
+        """Indexes of the lines reading `text` (a `_finder_keys` key) on `page`, from
+        `start` on, in order."""
         where = self.at.get(text, [])
         for i in where[bisect.bisect_left(where, start) :]:
             if self.lines[i].page != page:
@@ -553,19 +559,37 @@ class _HeadingFinder:
     def find(self, start: int, page: int, title: str) -> tuple[int, int] | None:
         """(index of the heading's first line, lines it takes) on `page` from `start`;
         the earliest match wins, a one-line one over a wrapped one on the same line."""
-        want = _norm(title)
-        if not want:
-            return None
-        best = next(((i, 1) for i in self._on_page(want, start, page)), None)
-        for cut in (i for i, c in enumerate(want) if c == " "):
-            for i in self._on_page(want[:cut], start, page):
-                if best is not None and i >= best[0]:
-                    break
-                following = self.lines[i + 1].text if i + 1 < len(self.lines) else None
-                if following is not None and _norm(f"{self.lines[i].text} {following}") == want:
-                    best = (i, 2)  # a long heading wrapped onto a second line
-                    break
-        return best
+        found: tuple[int, int] | None = None
+        for want in _finder_words(title):
+            key = "".join(want)
+            one = next(self._on_page(key, start, page), None)
+            if one is not None and (found is None or one < found[0]):
+                found = (one, 1)
+            for cut in range(1, len(want)):
+                for i in self._on_page("".join(want[:cut]), start, page):
+                    if found is not None and i >= found[0]:
+                        break
+                    following = self.lines[i + 1].text if i + 1 < len(self.lines) else None
+                    if following is None:
+                        continue
+                    if key in _finder_keys(f"{self.lines[i].text} {following}"):
+                        found = (i, 2)  # a long heading wrapped onto a second line
+                        break
+        return found
+
+
+def _finder_words(text: str) -> list[list[str]]:
+    """A heading's words as compared, whole and without a leading number (see
+    `_HeadingFinder`); a form that leaves no words is left out."""
+    whole = _norm(text)
+    forms = [whole, _OUTLINE_NUMBER.sub("", whole)]
+    return [form.split() for form in dict.fromkeys(forms) if form]
+
+
+def _finder_keys(text: str) -> list[str]:
+    """The keys a line is found by: its words without spaces between them ("Non-regular"
+    reads as "Nonregular"), whole and without a leading number."""
+    return ["".join(words) for words in _finder_words(text)]
 
 
 def _roman(numeral: str) -> int | None:
