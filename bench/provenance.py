@@ -124,6 +124,7 @@ BENCHMARKS: dict[str, Benchmark] = {
             *ASK,
             *EMBED,
             "bench/real_docs.probes.jsonl",
+            "bench/real_docs.heldout.jsonl",
             "bench/real_docs.ocr_reference.json",
             "bench/_ocr_reference.py",
             "bench/_markitdown_convert.py",

@@ -56,7 +56,7 @@ def _review(tmp_path: Path) -> Document:
         ("body", LONG_BODY),
         ("page", ""),
         ("h2", "Water quality (continued)"),
-        ("body", "Nitrate levels stayed below eleven milligrams per litre at every source."),
+        ("body", "Nitrate stayed low. Levels were below eleven milligrams per litre at every source."),
         ("h2", "Costs"),
         ("body", "The review cost the council forty thousand pounds."),
         ("h1", "Questions"),
@@ -86,7 +86,7 @@ def test_headings_set_apart_by_type_become_nested_sections(tmp_path: Path) -> No
     assert "Please note that this review was prepared" in scope.text
     # "(continued)" at the top of the next page goes on with the same section.
     quality = next(s for s in doc.sections if s.heading == "Water quality")
-    assert "Nitrate levels stayed below" in quality.text
+    assert "Nitrate stayed low." in quality.text
     assert [p for _, p in quality.page_starts] == [2, 3]
 
 
@@ -97,12 +97,15 @@ def test_a_citation_names_the_page_of_the_sentence_it_quotes(tmp_path: Path) -> 
     # The chunk starts on page 2 and runs onto page 3, where the quoted sentence is.
     assert chunk.page == 2
     assert [p for _, p in chunk.page_starts] == [2, 3]
-    quote = "Nitrate levels stayed below eleven milligrams per litre at every source."
+    quote = "Levels were below eleven milligrams per litre at every source."
     citation = cite(1, Hit(chunk, 1.0, 1), quote)
     assert citation.page == 3
     assert citation.uri.endswith("review.pdf#page=3")
     opening = cite(1, Hit(chunk, 1.0, 1), chunk.text[:80])
     assert opening.page == 2 and opening.uri.endswith("#page=2")
+    # A snippet joins sentences that need not be adjacent: its first one names the page.
+    joined = "Nitrate stayed low. In year 14 the council tested source number 17"
+    assert cite(1, Hit(chunk, 1.0, 1), joined).page == 3
     # A snippet that is not in the chunk keeps the page the chunk starts on.
     assert cite(1, Hit(chunk, 1.0, 1), "Not in this passage.").page == 2
 

@@ -27,7 +27,7 @@ from groundqa.intent import GenerationSettings
 from groundqa.models import Citation, Hit
 from groundqa.providers import GeneratorOptions
 from groundqa.read import Reading
-from groundqa.text import PassageTerms, find_opening
+from groundqa.text import PassageTerms, find_opening, split_sentences
 
 
 @dataclass(frozen=True)
@@ -95,12 +95,13 @@ def extractive_generator(arg: str, options: GeneratorOptions) -> Generator:
 
 
 def cite(n: int, hit: Hit, snippet: str) -> Citation:
-    """Citation `n` of `hit`, quoting `snippet`: on the page the snippet is on, where
-    the chunk runs over a page break and the snippet is found in it."""
+    """Citation `n` of `hit`, quoting `snippet`: on the page the snippet's first
+    sentence is on, where the chunk runs over a page break and that sentence is found in
+    it (a snippet joins sentences that need not be adjacent in the chunk)."""
     c = hit.chunk
     page = c.page
     if c.page_starts:
-        at = find_opening(c.text, snippet)
+        at = find_opening(c.text, next(iter(split_sentences(snippet)), snippet))
         page = c.page_at(at) if at >= 0 else c.page
     heading = c.section_path[-1] if c.section_path else c.section_id.rpartition("#")[2]
     clause = clause_ref(
