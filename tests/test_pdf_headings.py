@@ -56,7 +56,10 @@ def _review(tmp_path: Path) -> Document:
         ("body", LONG_BODY),
         ("page", ""),
         ("h2", "Water quality (continued)"),
-        ("body", "Nitrate stayed low. Levels were below eleven milligrams per litre at every source."),
+        (
+            "body",
+            "Nitrate stayed low. Levels were below eleven milligrams per litre at every source.",
+        ),
         ("h2", "Costs"),
         ("body", "The review cost the council forty thousand pounds."),
         ("h1", "Questions"),
@@ -266,3 +269,28 @@ def test_outline_titles_without_the_drawn_numbers_still_cut_at_their_headings(
     assert sections["Nonregular files"].text == "Sockets and pipes get types too."
     assert sections["Nonregular files"].path == ("Structure handling", "Nonregular files")
     assert sections["A Copying Information"].text == "The licence follows."
+
+
+def test_contents_and_index_lines_are_removed_and_reported(tmp_path: Path) -> None:
+    blocks = [
+        ("h1", "Contents"),
+        ("body", "Introduction . . . . . . . . . . . . . . . . . . . . 2"),
+        ("body", "Water quality ........................................ 2"),
+        ("body", "Appendix: fees . . . . . . . . . . . . . . . . . . . . iv"),
+        ("page", ""),
+        ("h1", "Introduction"),
+        ("body", BODY),
+        ("h1", "Water quality"),
+        ("body", "Testing costs ...... 40 work-hours at $85 per hour ...... $3,400 ......"),
+        ("body", "Nitrate stayed below eleven milligrams per litre."),
+    ]
+    (doc,), findings = load_pdf(write_styled(tmp_path / "toc.pdf", blocks), root=tmp_path)
+    text = "\n".join(s.text for s in doc.sections)
+    assert "Introduction . . ." not in text and "Appendix: fees" not in text
+    assert "........ 2" not in text
+    # A table's row with dot leaders, not ending in a page number, stays.
+    assert "Testing costs ...... 40 work-hours" in text
+    (finding,) = [f for f in findings if f.check == "pdf-contents"]
+    assert finding.severity == "REVIEW"
+    assert "removed 3 table-of-contents or index line(s)" in finding.message
+    assert "on page 1;" in finding.message

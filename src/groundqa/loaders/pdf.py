@@ -97,6 +97,11 @@ LABEL_CAPITALISED_FROM = 4
 OUTLINE_MIN_LINKED = 0.75
 
 _WS = re.compile(r"\s+")
+# A line of a table of contents or an index: an entry, four dot leaders or more, a page
+# number (arabic or roman) at the end.
+_CONTENTS_LINE = re.compile(
+    r"^\S.*?(?:\s?(?:\.\s?){4,}|\s?…{2,}\s?)(?:\d{1,4}|[ivxlc]{1,6})$", re.I
+)
 _LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl"})
 _PAGE_LABEL = re.compile(
     r"^(?:page|p\.|pg\.?)?\s*(?:\d{1,5}|[ivxlc]{1,6})(?:\s*(?:of|/)\s*\d{1,5})?$", re.IGNORECASE
@@ -204,9 +209,11 @@ def load_pdf(
         )
 
     title, outline = _title(read, path)
-    lines, stripped = _lines(read, texts, title)
+    lines, stripped, contents = _lines(read, texts, title)
     if stripped:
         findings.append(furniture_finding(path, name, stripped))
+    if contents:
+        findings.append(_contents_finding(path, name, contents))
     full = _full_line_chars(lines)
 
     headings = _outline_headings(lines, outline) if outline else []
@@ -241,7 +248,7 @@ def heading_view(path: Path) -> HeadingView:
     if isinstance(read, Finding):
         raise _Unreadable(read.message)
     title, outline = _title(read, path)
-    lines, _ = _lines(read, read.texts, title)
+    lines = _lines(read, read.texts, title).lines
     return HeadingView(
         title,
         outline,
@@ -437,10 +444,13 @@ def _title(read: _Pages, path: Path) -> tuple[str, list[tuple[int, str, int]]]:
     return title or read.first_page_title or path.stem, outline
 
 
-def _pages_phrase(pages: Sequence[int]) -> str:
+def _pages_phrase(pages: Sequence[int], verb: bool = True) -> str:
+    """ "page 3 has", "pages 3, 4 have" (without `verb`: "page 3", "pages 3, 4")."""
     shown = ", ".join(str(p) for p in pages[:20])
     more = f" and {len(pages) - 20} more" if len(pages) > 20 else ""
-    return f"page {shown} has" if len(pages) == 1 else f"pages {shown}{more} have"
+    one = len(pages) == 1
+    phrase = f"page {shown}" if one else f"pages {shown}{more}"
+    return f"{phrase} {'has' if one else 'have'}" if verb else phrase
 
 
 # --- cleaning ---------------------------------------------------------------------
@@ -457,18 +467,42 @@ def _page_lines(text: str) -> list[str]:
     return lines
 
 
-def _lines(
-    read: _Pages, texts: Sequence[str], title: str
-) -> tuple[list[Line], dict[str, list[str]]]:
-    """Every line of the document's text, furniture removed, with its type where known;
-    and the furniture removed (see `strip_furniture`)."""
+class _Cleaned(NamedTuple):
+    lines: list[Line]  # every line of the text, with its type where known
+    furniture: dict[str, list[str]]  # running headers and footers removed, by key
+    contents: list[int]  # the page of each contents or index line removed
+
+
+def _lines(read: _Pages, texts: Sequence[str], title: str) -> _Cleaned:
+    """The document's lines, without page furniture (see `strip_furniture`) and without
+    the lines of a table of contents or an index: an entry, dot leaders, a page number
+    ("2.4 The glob files . . . . . 7"). They would be retrieved for the words of every
+    heading and cite the contents page instead of the text."""
     pages, stripped = strip_furniture([_page_lines(t) for t in texts], title)
-    lines = [
-        Line(text, number, style)
-        for number, page in enumerate(pages, 1)
-        for text, style in _styled(page, read.styles[number - 1])
-    ]
-    return lines, stripped
+    lines: list[Line] = []
+    contents: list[int] = []
+    for number, page in enumerate(pages, 1):
+        for text, style in _styled(page, read.styles[number - 1]):
+            if _CONTENTS_LINE.match(text):
+                contents.append(number)
+            else:
+                lines.append(Line(text, number, style))
+    return _Cleaned(lines, stripped, contents)
+
+
+def _contents_finding(path: Path, doc_id: str, pages: Sequence[int]) -> Finding:
+    on = sorted(set(pages))
+    return Finding(
+        severity="REVIEW",
+        check="pdf-contents",
+        message=(
+            f"{path.name}: removed {len(pages)} table-of-contents or index line(s) (an entry, "
+            f"dot leaders, a page number) on {_pages_phrase(on, verb=False)}; the "
+            "sections they list are indexed from the text itself"
+        ),
+        source=source_of(path),
+        doc_id=doc_id,
+    )
 
 
 def _styled(
