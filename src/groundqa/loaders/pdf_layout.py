@@ -706,15 +706,17 @@ def line_styles(groups: Sequence[Sequence[Run]]) -> dict[str, list[LineStyle]]:
                 lines[-1].append((part, round(run.size * 2) / 2, run.bold))
         for line in lines:
             key = line_key("".join(part for part, _, _ in line))
-            sizes: Counter[float] = Counter()
+            if not key:
+                continue
+            sizes: dict[float, int] = {}
             bold = 0
             for part, size, is_bold in line:
-                chars = sum(not c.isspace() for c in part)
-                sizes[size] += chars
+                chars = len(part) - part.count(" ")
+                sizes[size] = sizes.get(size, 0) + chars
                 bold += chars if is_bold else 0
             total = sum(sizes.values())
-            if key and total:
-                size = sizes.most_common(1)[0][0]
+            if total:
+                size = max(sizes, key=sizes.__getitem__)
                 styles.setdefault(key, []).append(LineStyle(size, bold >= BOLD_LINE_SHARE * total))
     return styles
 
