@@ -9,22 +9,21 @@ smaller than it (a regulation's bold "(g) Installation ..." set in its smaller t
 
 Consecutive lines in the same heading style on one page are one heading (a long one
 wrapped), unless a line starts with a number or a division's name ("3.1 Applications"
-after "3 Permits"), of at most HEADING_MAX_LINES lines: a longer run in heading type is a bold
-paragraph, a table's bold header cells or a table of contents, not a heading. A heading also reads
-as one: a short line of words (not a row of figures), with no sentence ending inside it,
-not ending in a comma or a word a phrase goes on from, nor, when it is set at the body's
-size, followed by a line that starts in lower case (a bold start of a sentence that runs
-on; after larger type, a line in lower case is an identifier opening the text). A
-question set apart (an FAQ's) may be up to QUESTION_MAX_CHARS long. A heading ends in a
-full stop only when it is numbered or set in capitals ("SECTION 5.", "25.04.030
-EXEMPTIONS.").
+after "3 Permits"), of at most HEADING_MAX_LINES lines: a longer run in heading type is
+a bold paragraph, a table's bold header cells or a table of contents, not a heading. A
+heading also reads as one: a short line of words (not a row of figures), with no
+sentence ending inside it and no dot leaders, not ending in a comma or a word a phrase
+goes on from, nor, when it is set at the body's size, followed by a line that starts in
+lower case (a bold start of a sentence that runs on; after larger type, a line in lower
+case is an identifier opening the text). A question set apart (an FAQ's) may be up to
+QUESTION_MAX_CHARS long. A heading ends in a full stop only when it is numbered or set
+in capitals ("SECTION 5.", "25.04.030 EXEMPTIONS.").
 
-The cover page of a longer document is set in type of its own; a heading style found
+The cover page of a longer document is set in type of its own: a heading style found
 nowhere but on the first page of a document of more than COVER_MIN_PAGES pages is the
-cover's, not a level of headings; so is the largest heading type when it is used on the
-first TITLE_PAGES pages only of a document of TITLE_MIN_DOCUMENT_PAGES or more (the
-document's name over its contents). A line with a
-table of contents' dot leaders is not a heading. The title is never a heading, and neither is a
+cover's, not a level of headings. So is the largest heading type when it is used on the
+first TITLE_PAGES pages only of a document of TITLE_MIN_DOCUMENT_PAGES pages or more
+(the document's name over its contents). The title is never a heading, and neither is a
 heading repeated with "(continued)" at the top of the next page: its section goes on.
 
 Levels follow the styles: larger type above smaller, bold above regular at one size,
@@ -55,7 +54,7 @@ BOLD_MIN_SIZE_SHARE = 0.85
 HEADING_MAX_LINES = 3
 # A heading holds at most this many tokens that are figures ("2017/18", "1,395").
 MAX_FIGURES = 2
-# A heading style is used by at least this many headings in the document.
+# The type sets a document's headings apart when at least this many are found so.
 MIN_STYLED_HEADINGS = 2
 # The largest heading type, used on these first pages only of a document at least this
 # long, is a title, not a level.
