@@ -8,8 +8,9 @@ Rural; Minimum lot size: 40 ha."). Before anything is cut, the text is cleaned o
 a page layout adds and a reader skips: running headers and footers and bare page
 numbers, including those whose page number or chapter name changes from page to page
 (`pdf_furniture` says which lines those are), are removed and listed in one
-`pdf-furniture` REVIEW finding, so a user can see that nothing else went with them. A
-word hyphenated at a line end is joined again, unless the document writes that
+`pdf-furniture` REVIEW finding, so a user can see that nothing else went with them; so
+are the lines of a table of contents or an index (an entry, dot leaders, a page
+number), named in one `pdf-contents` REVIEW finding. A word hyphenated at a line end is joined again, unless the document writes that
 hyphenated form elsewhere ("noise-sensitive" stays). Lines of one paragraph are joined
 with spaces; paragraphs are separated by a blank line, and so are lines that start a
 block of their own although the line before ends no sentence: a declaration in a
