@@ -75,15 +75,9 @@ _SUFFIXES: dict[str, tuple[str, ...]] = {
     "beir": (".jsonl",),
     "obliqa": (".json",),
 }
-# What a folder walk under `auto` loads, by extension.
-_AUTO_WALK = {
-    "markdown": MARKDOWN_SUFFIXES,
-    "csv": CSV_SUFFIXES,
-    "pdf": PDF_SUFFIXES,
-    "html": HTML_SUFFIXES,
-    "docx": DOCX_SUFFIXES,
-    "text": TEXT_SUFFIXES,
-}
+# What a folder walk under `auto` loads, by extension: every format but the benchmark
+# layouts, which are recognised by their file names.
+_AUTO_WALK = {fmt: suffixes for fmt, suffixes in _SUFFIXES.items() if fmt not in ("beir", "obliqa")}
 _BEIR_CORPUS = "corpus.jsonl"
 
 Loaded = tuple[list[Document], list[Finding]]

@@ -57,6 +57,12 @@ def source_of(path: Path) -> str:
     return path.resolve().as_posix()
 
 
+def doc_id_of(path: Path, root: Path | None) -> str:
+    """A file's document id (and the file part of its section ids): its path relative to
+    `root`, the folder that was loaded; just the file name when `root` is None."""
+    return path.relative_to(root).as_posix() if root is not None else path.name
+
+
 def block(check: str, message: str, path: Path, line: int | None = None) -> Finding:
     return Finding(
         severity="BLOCK", check=check, message=message, source=source_of(path), line=line

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from groundqa.loaders._blocks import Block, build_sections, numbered_heading
-from groundqa.loaders._common import block, source_of
+from groundqa.loaders._common import block, doc_id_of, source_of
 from groundqa.loaders._tables import table_text
 from groundqa.models import Document, Finding
 
@@ -116,7 +116,7 @@ def load_docx(path: Path, root: Path | None = None) -> tuple[list[Document], lis
     Its id (and the file part of its section ids) is the path relative to `root`, the
     folder that was loaded; just the file name when `root` is None.
     """
-    name = path.relative_to(root).as_posix() if root is not None else path.name
+    name = doc_id_of(path, root)
     problem = _sniff(path)
     if problem is not None:
         return [], [problem]

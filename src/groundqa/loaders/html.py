@@ -62,7 +62,7 @@ from pathlib import Path
 import lxml.html
 from lxml import etree
 
-from groundqa.loaders._common import BINARY_SNIFF_BYTES, block, review, source_of
+from groundqa.loaders._common import BINARY_SNIFF_BYTES, block, doc_id_of, review, source_of
 from groundqa.loaders._tables import table_text
 from groundqa.models import ANCHOR, Document, Finding, Section
 
@@ -210,7 +210,7 @@ def load_html(path: Path, root: Path | None = None) -> tuple[list[Document], lis
     a readable page, or whose main content has no text, yields no Document and one
     BLOCK finding.
     """
-    name = path.relative_to(root).as_posix() if root is not None else path.name
+    name = doc_id_of(path, root)
     try:
         text, findings = _decode(path)
         page = _parse(text, path)

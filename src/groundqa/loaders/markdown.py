@@ -27,6 +27,7 @@ import yaml
 
 from groundqa.loaders._common import (
     block,
+    doc_id_of,
     has_surrogate,
     normalise_newlines,
     read_text,
@@ -278,7 +279,7 @@ def load_markdown(path: Path, root: Path | None = None) -> tuple[list[Document],
     text = read_text(path)
     if isinstance(text, Finding):
         return [], [text]
-    name = path.relative_to(root).as_posix() if root is not None else path.name
+    name = doc_id_of(path, root)
     title, sections, metadata, findings = parse_markdown(text, name, path)
     document = Document(
         doc_id=name,

@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from groundqa.lexicon import DIVISION_HEADING
-from groundqa.loaders._common import block, source_of
+from groundqa.loaders._common import block, doc_id_of, source_of
 from groundqa.loaders.pdf_furniture import FUNCTION_WORD as _FUNCTION_WORD
 from groundqa.loaders.pdf_furniture import NEW_BLOCK as _NEW_BLOCK
 from groundqa.loaders.pdf_furniture import furniture_finding, strip_furniture
@@ -162,7 +162,7 @@ def load_pdf(
     Document and one BLOCK finding. With `ocr`, pages without a text layer are read by
     OCR (see `loaders.ocr`); without it, or where OCR cannot run, they are reported.
     """
-    name = path.relative_to(root).as_posix() if root is not None else path.name
+    name = doc_id_of(path, root)
     try:
         with _quiet_pypdf():
             read = _read(path, max_pages)

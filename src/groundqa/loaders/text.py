@@ -37,7 +37,7 @@ from pathlib import Path
 
 from groundqa.lexicon import DIVISION_HEADING
 from groundqa.loaders._blocks import Block, build_sections, numbered_heading
-from groundqa.loaders._common import normalise_newlines, read_text, source_of
+from groundqa.loaders._common import doc_id_of, normalise_newlines, read_text, source_of
 from groundqa.models import Document, Finding
 
 TEXT_SUFFIXES = (".txt",)
@@ -85,7 +85,7 @@ def load_text(path: Path, root: Path | None = None) -> tuple[list[Document], lis
     text = read_text(path)
     if isinstance(text, Finding):
         return [], [text]
-    name = path.relative_to(root).as_posix() if root is not None else path.name
+    name = doc_id_of(path, root)
     title, blocks = parse_text(text, path.stem)
     document = Document(
         doc_id=name,
