@@ -352,67 +352,10 @@ def _pypdf_pages(path: Path) -> list[str]:
     return [page.extract_text() or "" for page in PdfReader(path).pages]
 
 
-def index_documents(documents: Sequence[Any], folder: Path) -> None:
-    """Chunk and index Documents with `ingest`'s defaults (chunker, BM25, the offline
-    embedder): what `ingest` does once a loader has returned them."""
-    from groundqa.chunking import ChunkerSettings, chunk_documents
-    from groundqa.embed import get_embedder
-    from groundqa.index.manifest import Manifest, new_build_id
-    from groundqa.ingestion import (
-        DEFAULT_DENSE,
-        BuildInput,
-        DirectoryTarget,
-        NullReporter,
-        corpus_fingerprint,
-        default_bm25,
-    )
-    from groundqa.text import Analyzer
-
-    chunker = ChunkerSettings()
-    chunks = chunk_documents(documents, chunker)
-    bm25 = default_bm25(documents)
-    analyzer = Analyzer()
-    embedder = get_embedder(DEFAULT_DENSE.embedder)
-    fingerprint = corpus_fingerprint(documents)
-    counts = {
-        "documents": len(documents),
-        "sections": sum(len(d.sections) for d in documents),
-        "chunks": len(chunks),
-    }
-
-    def make_manifest(build_id: str, dense_entry: dict[str, Any]) -> Manifest:
-        return Manifest(
-            build_id=build_id or new_build_id(),
-            created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            corpus={"fingerprint": fingerprint, "build_fingerprint": fingerprint},
-            chunker=chunker.to_dict(),
-            lexical=bm25.to_dict(),
-            analyzer=analyzer.name,
-            dense=dense_entry,
-            counts=counts,
-        )
-
-    target = DirectoryTarget(folder)
-    with target.lock():
-        target.write(
-            BuildInput(
-                chunks=chunks,
-                documents=documents,
-                analyzer=analyzer,
-                bm25=bm25,
-                dense=DEFAULT_DENSE,
-                embedder=embedder,
-                with_path=chunker.section_path,
-                make_manifest=make_manifest,
-                timings={},
-            ),
-            NullReporter(),
-        )
-
-
 def pypdf_system(files: list[Path], work: Path = REAL_WORK) -> System:
     """Baseline (a): pypdf's page text, one section per page, no cleaning."""
     from groundqa.engine import Engine
+    from groundqa.ingestion import ingest_documents
     from groundqa.loaders._common import source_of
     from groundqa.models import Document, Section
 
@@ -448,7 +391,8 @@ def pypdf_system(files: list[Path], work: Path = REAL_WORK) -> System:
         )
     index = work / "pypdf"
     shutil.rmtree(index, ignore_errors=True)
-    index_documents(documents, index)
+    # The same chunking, indexes and manifest as `ingest`, from pypdf's pages.
+    ingest_documents(documents, index)
     note = "pypdf `extract_text()` per page, one section a page"
     return System("pypdf", Engine.open(index), status, seconds, texts, pages, _name, note)
 

@@ -143,13 +143,8 @@ def ingest(
     embedder is loaded first, so a wrong model name fails before the corpus
     is read; a remote embedder that fails mid-build leaves the previous index current.
     """
-    chunker = chunker or ChunkerSettings()
     reporter = reporter or NullReporter()
-    if is_store_url(index_dir):
-        target: Target = _postgres_target(str(index_dir))
-    else:
-        target = DirectoryTarget(Path(index_dir))
-    index_path = target.location
+    target = _target(index_dir)
     started = time.perf_counter()
     timings: dict[str, float] = {}
     try:
@@ -163,101 +158,192 @@ def ingest(
         timings["validate"] = time.perf_counter() - t
         if has_blocking(findings):
             raise ValidationBlocked(findings)
-        documents = loaded.documents
-        if not documents or not any(d.sections for d in documents):
+        if not loaded.documents or not any(d.sections for d in loaded.documents):
             raise EmptyCorpusError(
                 "the corpus has no text to index; check the paths given to ingest"
             )
-        bm25 = bm25 or default_bm25(documents)
-        analyzer = Analyzer()
-        settings: dict[str, Any] = {
-            "chunker": chunker.to_dict(),
-            "lexical": bm25.to_dict(),
-            "analyzer": analyzer.name,
-            "dense": (
-                None
-                if dense is None or embedder is None
-                else {**dense.to_dict(), "model_id": embedder.model_id}
+        return _build(
+            target,
+            _Build(
+                documents=loaded.documents,
+                findings=findings,
+                corpus={"sources": list(loaded.sources), "format": fmt, "ocr": ocr},
+                chunker=chunker or ChunkerSettings(),
+                bm25=bm25,
+                dense=dense,
+                embedder=embedder,
+                force=force,
             ),
-        }
-        fingerprint = corpus_fingerprint(documents)
-        build_fingerprint = _settings_fingerprint({"corpus": fingerprint, **settings})
-        severity_counts = Counter(f.severity for f in findings)
-        with target.lock():
-            previous = target.current_manifest()
-            if previous and previous.fingerprint == build_fingerprint and not force:
-                return IngestReport(
-                    index_dir=index_path,
-                    build_id=previous.build_id,
-                    changed=False,
-                    counts=previous.counts,
-                    findings=tuple(findings),
-                    seconds=time.perf_counter() - started,
-                    timings_s=timings,
-                )
-            gate, gate_note = _carried_gate(previous, build_fingerprint)
-            t = time.perf_counter()
-            reporter.stage("chunking", total=len(documents))
-            chunks = chunk_documents(documents, chunker)
-            reporter.advance(len(documents))
-            timings["chunk"] = time.perf_counter() - t
-            counts = {
-                "documents": len(documents),
-                "sections": sum(len(d.sections) for d in documents),
-                "chunks": len(chunks),
-            }
-
-            def make_manifest(build_id: str, dense_entry: dict[str, Any]) -> Manifest:
-                return Manifest(
-                    build_id=build_id or new_build_id(),
-                    created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    corpus={
-                        "fingerprint": fingerprint,
-                        "build_fingerprint": build_fingerprint,
-                        "sources": list(loaded.sources),
-                        "format": fmt,
-                        "ocr": ocr,
-                    },
-                    chunker=settings["chunker"],
-                    lexical=settings["lexical"],
-                    analyzer=analyzer.name,
-                    gate=gate,
-                    dense=dense_entry,
-                    timings_s={k: round(v, 3) for k, v in timings.items()},
-                    counts=counts,
-                    findings={k: int(v) for k, v in severity_counts.items()},
-                )
-
-            t = time.perf_counter()
-            manifest = target.write(
-                BuildInput(
-                    chunks=chunks,
-                    documents=documents,
-                    analyzer=analyzer,
-                    bm25=bm25,
-                    dense=dense,
-                    embedder=embedder,
-                    # Without the section path it reaches neither the body, the breadcrumb
-                    # field (which then holds the title) nor the vectors; chunks keep it.
-                    with_path=chunker.section_path,
-                    make_manifest=make_manifest,
-                    timings=timings,
-                ),
-                reporter,
-            )
-            timings["write"] = (
-                time.perf_counter() - t - sum(timings.get(k, 0.0) for k in ("index", "embed"))
-            )
+            reporter,
+            started,
+            timings,
+        )
     except KeyboardInterrupt:
-        raise Interrupted(
-            f"ingest interrupted; the previous index at {index_path} (if any) is unchanged"
-        ) from None
+        raise _interrupted(target) from None
+
+
+def ingest_documents(
+    documents: Sequence[Document],
+    index_dir: str | Path,
+    *,
+    chunker: ChunkerSettings | None = None,
+    bm25: BM25Settings | None = None,
+    dense: DenseSettings | None = DEFAULT_DENSE,
+    embedder_options: EmbedderOptions | None = None,
+    force: bool = False,
+    reporter: Reporter | None = None,
+) -> IngestReport:
+    """Index Documents made elsewhere (not by `load`, and not validated here) at
+    `index_dir`, as `ingest` indexes what it loads: the same chunking, indexes, manifest
+    and atomic switch to the new build. For a baseline built from another reader's text."""
+    target = _target(index_dir)
+    started = time.perf_counter()
+    try:
+        embedder = None if dense is None else get_embedder(dense.embedder, embedder_options)
+        if not documents or not any(d.sections for d in documents):
+            raise EmptyCorpusError("there are no documents with text to index")
+        build = _Build(
+            documents=documents,
+            findings=[],
+            corpus={},
+            chunker=chunker or ChunkerSettings(),
+            bm25=bm25,
+            dense=dense,
+            embedder=embedder,
+            force=force,
+        )
+        return _build(target, build, reporter or NullReporter(), started, {})
+    except KeyboardInterrupt:
+        raise _interrupted(target) from None
+
+
+def _target(index_dir: str | Path) -> Target:
+    if is_store_url(index_dir):
+        return _postgres_target(str(index_dir))
+    return DirectoryTarget(Path(index_dir))
+
+
+def _interrupted(target: Target) -> Interrupted:
+    """What Ctrl-C during a build is: one clear error; the previous build stays current."""
+    return Interrupted(
+        f"ingest interrupted; the previous index at {target.location} (if any) is unchanged"
+    )
+
+
+@dataclass(frozen=True)
+class _Build:
+    """What one build is made from, once the corpus is loaded and checked."""
+
+    documents: Sequence[Document]
+    findings: Sequence[Finding]
+    corpus: dict[str, Any]  # what the manifest records of where the corpus came from
+    chunker: ChunkerSettings
+    bm25: BM25Settings | None  # None: the default for these documents
+    dense: DenseSettings | None
+    embedder: Embedder | None
+    force: bool
+
+
+def _build(
+    target: Target,
+    build: _Build,
+    reporter: Reporter,
+    started: float,
+    timings: dict[str, float],
+) -> IngestReport:
+    """Chunk, index and write `build` to `target`, or confirm the current build is it."""
+    documents, chunker, dense, embedder = (
+        build.documents,
+        build.chunker,
+        build.dense,
+        build.embedder,
+    )
+    index_path = target.location
+    findings = tuple(build.findings)
+    bm25 = build.bm25 or default_bm25(documents)
+    analyzer = Analyzer()
+    settings: dict[str, Any] = {
+        "chunker": chunker.to_dict(),
+        "lexical": bm25.to_dict(),
+        "analyzer": analyzer.name,
+        "dense": (
+            None
+            if dense is None or embedder is None
+            else {**dense.to_dict(), "model_id": embedder.model_id}
+        ),
+    }
+    fingerprint = corpus_fingerprint(documents)
+    build_fingerprint = _settings_fingerprint({"corpus": fingerprint, **settings})
+    severity_counts = Counter(f.severity for f in findings)
+    with target.lock():
+        previous = target.current_manifest()
+        if previous and previous.fingerprint == build_fingerprint and not build.force:
+            return IngestReport(
+                index_dir=index_path,
+                build_id=previous.build_id,
+                changed=False,
+                counts=previous.counts,
+                findings=findings,
+                seconds=time.perf_counter() - started,
+                timings_s=timings,
+            )
+        gate, gate_note = _carried_gate(previous, build_fingerprint)
+        t = time.perf_counter()
+        reporter.stage("chunking", total=len(documents))
+        chunks = chunk_documents(documents, chunker)
+        reporter.advance(len(documents))
+        timings["chunk"] = time.perf_counter() - t
+        counts = {
+            "documents": len(documents),
+            "sections": sum(len(d.sections) for d in documents),
+            "chunks": len(chunks),
+        }
+
+        def make_manifest(build_id: str, dense_entry: dict[str, Any]) -> Manifest:
+            return Manifest(
+                build_id=build_id or new_build_id(),
+                created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                corpus={
+                    "fingerprint": fingerprint,
+                    "build_fingerprint": build_fingerprint,
+                    **build.corpus,
+                },
+                chunker=settings["chunker"],
+                lexical=settings["lexical"],
+                analyzer=analyzer.name,
+                gate=gate,
+                dense=dense_entry,
+                timings_s={k: round(v, 3) for k, v in timings.items()},
+                counts=counts,
+                findings={k: int(v) for k, v in severity_counts.items()},
+            )
+
+        t = time.perf_counter()
+        manifest = target.write(
+            BuildInput(
+                chunks=chunks,
+                documents=documents,
+                analyzer=analyzer,
+                bm25=bm25,
+                dense=dense,
+                embedder=embedder,
+                # Without the section path it reaches neither the body, the breadcrumb
+                # field (which then holds the title) nor the vectors; chunks keep it.
+                with_path=chunker.section_path,
+                make_manifest=make_manifest,
+                timings=timings,
+            ),
+            reporter,
+        )
+        timings["write"] = (
+            time.perf_counter() - t - sum(timings.get(k, 0.0) for k in ("index", "embed"))
+        )
     return IngestReport(
         index_dir=index_path,
         build_id=manifest.build_id,
         changed=True,
         counts=counts,
-        findings=tuple(findings),
+        findings=findings,
         seconds=time.perf_counter() - started,
         timings_s=timings,
         gate_note=gate_note,
