@@ -10,7 +10,7 @@ MARKITDOWN = .venv-markitdown
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: demo test test-slow lint format bench bench-status install clean lock audit
+.PHONY: demo test test-slow lint format bench bench-status install clean lock audit reader-model
 
 # Every package is installed at the version in constraints.txt (`make lock` rewrites it).
 $(BIN)/groundqa: pyproject.toml constraints.txt
@@ -60,8 +60,8 @@ test-slow: install $(VENV)/.gguf $(REF)/.groundqa
 	$(REF)/bin/pytest -q -m slow tests/test_rerank.py
 
 lint: install
-	$(BIN)/ruff check src tests bench examples docs
-	$(BIN)/ruff format --check src tests bench examples docs
+	$(BIN)/ruff check src tests bench examples docs train
+	$(BIN)/ruff format --check src tests bench examples docs train
 	$(BIN)/mypy
 	# The import contract in pyproject.toml: no stage imports a stage after it or beside it.
 	$(BIN)/lint-imports --no-cache
@@ -78,8 +78,8 @@ audit: install
 	$(BIN)/python .ci/audit.py
 
 format: install
-	$(BIN)/ruff format src tests bench examples
-	$(BIN)/ruff check --fix src tests bench examples
+	$(BIN)/ruff format src tests bench examples train
+	$(BIN)/ruff check --fix src tests bench examples train
 
 # The fp32 reference for the embedder benchmark: sentence-transformers on torch 2.13.0 CPU,
 # kept out of the project venv (torch is never a dependency of the default install).
@@ -92,6 +92,15 @@ $(REF)/bin/python:
 $(MARKITDOWN)/bin/python:
 	$(PYTHON) -m venv $(MARKITDOWN)
 	$(MARKITDOWN)/bin/pip install --quiet 'markitdown[pdf,docx]==0.1.9'
+
+# The answer model (src/groundqa/read/reader-int8.onnx): pairs, training (about half an hour
+# on 2 cores; resumes from its checkpoint), int8 export, and the decline threshold.
+reader-model: install $(REF)/bin/python
+	$(REF)/bin/pip install --quiet 'onnx>=1.16' 'onnxscript>=0.2'
+	$(BIN)/python train/reader_data.py
+	$(REF)/bin/python train/reader_train.py
+	$(REF)/bin/python train/reader_export.py
+	$(BIN)/python train/reader_threshold.py
 
 bench: install $(REF)/bin/python $(MARKITDOWN)/bin/python
 	$(BIN)/python bench/run.py

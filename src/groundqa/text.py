@@ -165,6 +165,19 @@ def _stopwords() -> frozenset[str]:
     return frozenset(STOPWORDS_EN)
 
 
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def english_share(text: str) -> float:
+    """The share of `text`'s words that are common English function words ("the", "of",
+    "is"): about 0.4 in English prose, near 0 in most other languages."""
+    words = _WORD.findall(text.lower())
+    if not words:
+        return 0.0
+    stop = _stopwords()
+    return sum(w in stop for w in words) / len(words)
+
+
 # Words that shape a question but say nothing about its topic. The index keeps them
 # (they cost little in BM25); coverage measures ignore them, since an unseen "what"
 # in a small corpus would otherwise read as a topic the corpus lacks.

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -31,8 +31,11 @@ from groundqa.lexicon import (
     find_instructions,
 )
 from groundqa.models import Hit
+from groundqa.read.model import AnswerModel, trained_language
 from groundqa.text import PassageTerms
 
+# What reads the passages: the shipped answer model, or word coverage alone.
+READERS = ("model", "lexical")
 # How many of the top passages the gate's `coverage` looks at.
 COVERAGE_DEPTH = 3
 
@@ -107,6 +110,7 @@ class Sentence:
     coverage: float
     score: float
     holds: bool  # it carries the kind of fact the question asks for
+    answer: float | None = None  # the answer model's P(it answers); None: not scored
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -131,6 +135,7 @@ class Reading:
     asked: bool = False
     found: bool = False
     passage_terms: tuple[frozenset[str], ...] = field(default=())
+    untrained: bool = False  # the text is not in the answer model's language: it did not read
 
     @property
     def best(self) -> Sentence | None:
@@ -142,6 +147,15 @@ class Reading:
     def coverage(self) -> float:
         best = self.best
         return best.coverage if best is not None else 0.0
+
+    @property
+    def scored(self) -> bool:
+        """Whether the answer model read these sentences (its scores rank them)."""
+        return any(s.answer is not None for s in self.sentences)
+
+    def answers(self) -> list[float]:
+        """The answer model's scores, highest first (empty: it did not read)."""
+        return sorted((s.answer for s in self.sentences if s.answer is not None), reverse=True)
 
     def ranked(self) -> list[Sentence]:
         """The candidates best first (ties: earlier passage, then earlier sentence)."""
@@ -164,6 +178,7 @@ class Reading:
             "asked": self.asked,
             "found": self.found,
             "passage_terms": [sorted(t) for t in self.passage_terms],
+            "untrained": self.untrained,
         }
 
     @classmethod
@@ -173,17 +188,28 @@ class Reading:
             asked=bool(d.get("asked", False)),
             found=bool(d.get("found", False)),
             passage_terms=tuple(frozenset(t) for t in d.get("passage_terms", ())),
+            untrained=bool(d.get("untrained", False)),
         )
 
 
 @dataclass(frozen=True)
 class Reader:
-    """Scores the sentences of the top `max_passages` hits for one question."""
+    """Scores the sentences of the top `max_passages` hits for one question.
+
+    With an answer `model`, it reads every sentence of the top `model_passages` hits
+    instead (at most `model_sentences`, in rank order), whether or not it shares a word
+    with the question, and its P(answers) is the sentence's score. A question or first
+    passage that does not read as English (the model's only language) is read by word
+    coverage instead, and the Reading says so (`untrained`).
+    """
 
     text: PassageTerms
     section_path: bool = True  # whether the index's text includes each chunk's section path
     max_passages: int = 5
     type_bonus: float = 0.25
+    model: AnswerModel | None = None
+    model_passages: int = 3
+    model_sentences: int = 48
 
     def read(self, question: str, weights: Mapping[str, float], hits: Sequence[Hit]) -> Reading:
         """The Reading of `hits` for a question whose topic terms weigh `weights`."""
@@ -191,32 +217,67 @@ class Reader:
             self.text.terms(h.chunk.chunk_id, h.chunk.index_text(self.section_path))
             for h in hits[:COVERAGE_DEPTH]
         )
-        if not weights:
-            return Reading(passage_terms=passages)
+        model = self.model
+        untrained = bool(
+            model is not None and hits and not trained_language(question, hits[0].chunk.text)
+        )
+        if untrained:
+            model = None
+        if not weights and model is None:
+            return Reading(passage_terms=passages, untrained=untrained)
         kinds = wanted(question)
         topic = set(weights)
         sentences: list[Sentence] = []
-        for i, hit in enumerate(hits[: self.max_passages]):
+        depth = self.max_passages if model is None else self.model_passages
+        for i, hit in enumerate(hits[:depth]):
             chunk = hit.chunk
             context = self.text.terms(f"{chunk.chunk_id}:crumb", chunk.breadcrumb)
             for pos, (text, terms) in enumerate(self.text.sentences(chunk.chunk_id, chunk.text)):
-                if _HEADING_LINE.match(text) or len(text) < 12:
+                if _HEADING_LINE.match(text) or len(text) < 12 or _addresses_model(text):
                     continue
-                # Context alone (a matching title) is not an answer: the sentence must add something.
-                if not terms & topic or _addresses_model(text):
+                # Context alone (a matching title) is not an answer: the sentence must add
+                # something. The model reads every sentence: an answer may use other words.
+                if model is None and not terms & topic:
                     continue
                 cov = coverage(weights, terms | context)
                 has = bool(kinds) and holds(kinds, text)
                 bonus = self.type_bonus if has else 0.0
-                score = cov + bonus + 0.05 / (i + 1)
-                sentences.append(Sentence(i, pos, text, cov, score, has))
-        reading = Reading(tuple(sentences), asked=bool(kinds), passage_terms=passages)
+                sentences.append(Sentence(i, pos, text, cov, cov + bonus + 0.05 / (i + 1), has))
+        if model is not None:
+            sentences = self._scored(model, question, hits, sentences[: self.model_sentences])
+        reading = Reading(tuple(sentences), bool(kinds), False, passages, untrained)
         best = reading.best
         if best is None or not kinds:
             return reading
         follow = reading.following(best)
         found = best.holds or (follow is not None and follow.holds)
-        return Reading(reading.sentences, True, found, passages)
+        return replace(reading, found=found)
+
+    @staticmethod
+    def _scored(
+        model: AnswerModel, question: str, hits: Sequence[Hit], sentences: list[Sentence]
+    ) -> list[Sentence]:
+        """The sentences with the model's P(answers) as their score (ties: passage rank)."""
+        pairs = [(_title(hits[s.hit_index].chunk.breadcrumb), s.text) for s in sentences]
+        scores = model.score(question, pairs)
+        return [
+            replace(s, answer=round(float(p), 6), score=float(p) + 0.001 / (s.hit_index + 1))
+            for s, p in zip(sentences, scores, strict=True)
+        ]
 
 
-__all__ = ["COVERAGE_DEPTH", "Reader", "Reading", "Sentence", "coverage", "holds", "wanted"]
+def _title(breadcrumb: str) -> str:
+    """The innermost heading of a breadcrumb ("Guide > Transport > Tickets" -> "Tickets")."""
+    return breadcrumb.rsplit(" > ", 1)[-1].strip()
+
+
+__all__ = [
+    "COVERAGE_DEPTH",
+    "READERS",
+    "Reader",
+    "Reading",
+    "Sentence",
+    "coverage",
+    "holds",
+    "wanted",
+]
