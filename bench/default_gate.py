@@ -1,13 +1,20 @@
-"""Refit the built-in default gate (`groundqa.gate.DEFAULT_MODEL`) and print it.
+"""Refit a built-in default gate and print it.
 
-The default is what an index uses until `groundqa calibrate` runs on it. It is
-fitted on the bundled example corpus and its probes (both written for the
-project), over a BM25-only build so that it uses only the features that read
-the same on any corpus, with its threshold set for 5% false refusals from
-out-of-fold probabilities.
+The default is what an index uses until `groundqa calibrate` runs on it, with its
+threshold set for 5% false refusals from out-of-fold probabilities, over a
+BM25-only build so that it uses only the features that read the same on any corpus.
 
-    python bench/default_gate.py          # print the literal to paste into gate.py
-    python bench/default_gate.py --check  # exit 1 if gate.py holds something else
+- `DEFAULT_READER_MODEL` (`--reader`; engines that read with the answer model, the
+  default): fitted on training data only. The index holds every passage of ClapNQ's
+  shared half (Apache-2.0); its answerable questions are the answerable probes, its
+  unanswerable ones the near misses, and questions of PolicyQA dev and SelQA dev (the
+  answer model's own training questions) asked of it are the out-of-scope ones. No
+  probe set the documentation reports on is used.
+- `DEFAULT_MODEL` (engines without the model): fitted on the bundled example corpus
+  and its probes (both written for the project).
+
+    python bench/default_gate.py [--reader]          # print the literal for decision.py
+    python bench/default_gate.py [--reader] --check  # exit 1 if decision.py differs
 """
 
 from __future__ import annotations
@@ -19,20 +26,60 @@ from pathlib import Path
 from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
 from groundqa.evaluate.calibrate import fit_report, probe_features
+from groundqa.evaluate.probes import Probe
 from groundqa.gate import DEFAULT_MODEL, DEFAULT_THRESHOLD
+from groundqa.gate.decision import DEFAULT_READER_MODEL, DEFAULT_READER_THRESHOLD
 from groundqa.gate.model import Logistic
 from groundqa.ingestion import ingest
 
 ROOT = Path(__file__).resolve().parents[1]
+OUT_OF_SCOPE = 150  # questions from each of two other training sets
 
 
 def fit_default() -> tuple[Logistic, float]:
     """The default model and threshold, fitted afresh on the example corpus."""
     with tempfile.TemporaryDirectory() as tmp:
         ingest([ROOT / "examples" / "regpack"], Path(tmp) / "index", dense=None)
-        engine = Engine.open(Path(tmp) / "index")
+        engine = Engine.open(Path(tmp) / "index", reader="lexical")
         data = probe_features(engine, load_probes(ROOT / "examples" / "regpack.probes.jsonl"))
         report = fit_report(data)
+    return report.gate.model, report.gate.threshold
+
+
+def _foreign_questions() -> list[Probe]:
+    """Questions of two other training sets: out of scope for ClapNQ's Wikipedia passages."""
+    import random
+
+    sys.path.insert(0, str(ROOT / "train"))
+    import reader_data
+
+    rng = random.Random(reader_data.SEED)
+    probes: list[Probe] = []
+    for name, rows in (
+        ("policyqa", reader_data.policyqa("dev", rng)),
+        ("selqa", reader_data.selqa("dev", rng)),
+    ):
+        questions = sorted({r["q"] for r in rows})
+        for n, q in enumerate(random.Random(7).sample(questions, OUT_OF_SCOPE)):
+            probes.append(Probe(id=f"{name}-{n}", question=q, expected=(), kind="out_of_scope"))
+    return probes
+
+
+def fit_reader_default() -> tuple[Logistic, float]:
+    """The answer-model default, fitted afresh on training data (see the module doc)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from gate import _clapnq_corpus
+
+    folder = ROOT.parent / "shared" / "bench" / "clapnq"
+    if not folder.is_dir():
+        raise SystemExit(f"{folder} is missing: the reader default is fitted on it")
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus, probes = _clapnq_corpus(folder)
+        ingest([corpus], Path(tmp) / "index", dense=None, fmt="beir")
+        engine = Engine.open(Path(tmp) / "index")
+        data = probe_features(engine, [*probes, *_foreign_questions()])
+        report = fit_report(data)
+        print(f"cross-validated on training data: {report.operating}", file=sys.stderr)
     return report.gate.model, report.gate.threshold
 
 
@@ -52,28 +99,42 @@ def literal(model: Logistic, threshold: float) -> str:
     )
 
 
-def matches(model: Logistic, threshold: float, tolerance: float = 1e-4) -> bool:
-    """Whether a fitted default equals the one gate.py holds, to the printed precision."""
-    stored = (*DEFAULT_MODEL.mean, *DEFAULT_MODEL.scale, *DEFAULT_MODEL.coef)
+def matches(
+    model: Logistic,
+    threshold: float,
+    tolerance: float = 1e-4,
+    stored_model: Logistic = DEFAULT_MODEL,
+    stored_threshold: float = DEFAULT_THRESHOLD,
+) -> bool:
+    """Whether a fitted default equals the one decision.py holds, to the printed precision."""
+    stored = (*stored_model.mean, *stored_model.scale, *stored_model.coef)
     fitted = (*model.mean, *model.scale, *model.coef)
     return (
-        model.names == DEFAULT_MODEL.names
+        model.names == stored_model.names
         and all(abs(a - b) <= tolerance for a, b in zip(stored, fitted, strict=True))
-        and abs(model.intercept - DEFAULT_MODEL.intercept) <= tolerance
-        and abs(threshold - DEFAULT_THRESHOLD) <= tolerance
+        and abs(model.intercept - stored_model.intercept) <= tolerance
+        and abs(threshold - stored_threshold) <= tolerance
     )
 
 
 def main() -> int:
-    model, threshold = fit_default()
+    if "--reader" in sys.argv:
+        model, threshold = fit_reader_default()
+        stored = (DEFAULT_READER_MODEL, DEFAULT_READER_THRESHOLD)
+        text = literal(model, threshold).replace("DEFAULT_", "DEFAULT_READER_")
+        text = text.replace("names=LEXICAL_FEATURES", "names=LEXICAL_FEATURES + READER_FEATURES")
+    else:
+        model, threshold = fit_default()
+        stored = (DEFAULT_MODEL, DEFAULT_THRESHOLD)
+        text = literal(model, threshold)
     if "--check" in sys.argv:
-        if matches(model, threshold):
-            print("gate.DEFAULT_MODEL matches a fresh fit")
+        if matches(model, threshold, 1e-4, *stored):
+            print("the default gate matches a fresh fit")
             return 0
-        print("gate.DEFAULT_MODEL differs from a fresh fit; paste this into gate.py:")
-        print(literal(model, threshold))
+        print("the default gate differs from a fresh fit; paste this into decision.py:")
+        print(text)
         return 1
-    print(literal(model, threshold))
+    print(text)
     return 0
 
 

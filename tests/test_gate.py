@@ -12,9 +12,11 @@ import math
 from groundqa.gate import (
     DEFAULT_GATE,
     DEFAULT_MODEL,
+    DEFAULT_READER_GATE,
     DEFAULT_THRESHOLD,
     DENSE_FEATURES,
     LEXICAL_FEATURES,
+    READER_FEATURES,
     Gate,
     features,
     gate_features,
@@ -213,17 +215,33 @@ def test_gate_for_uses_a_calibration_made_for_this_index() -> None:
     assert gate.to_dict() == _stored()
 
 
+def test_gate_for_picks_the_default_for_the_engines_reader() -> None:
+    assert gate_for({}, "F" * 64) is DEFAULT_READER_GATE
+    assert set(READER_FEATURES) <= set(DEFAULT_READER_GATE.model.names)
+    assert gate_for({}, "F" * 64, reader=False) is DEFAULT_GATE
+    assert not set(READER_FEATURES) & set(DEFAULT_GATE.model.names)
+    assert "training data" in DEFAULT_READER_GATE.describe()
+    assert "example corpus" in DEFAULT_GATE.describe()
+    # A calibration that reads the answer model is set aside by an engine that runs without it.
+    reads = _stored()
+    reads["model"] = Logistic(("reader_best",), (0.5,), (0.2,), (1.0,), 0.0).to_dict()
+    assert gate_for(reads, "F" * 64).calibrated
+    without = gate_for(reads, "F" * 64, reader=False)
+    assert without.model == DEFAULT_MODEL and "does not run" in without.note
+
+
 def test_gate_for_sets_aside_what_it_cannot_use() -> None:
-    assert gate_for({}, "F" * 64) is DEFAULT_GATE
-    assert gate_for(DEFAULT_GATE.to_dict(), "F" * 64) is DEFAULT_GATE
-    other = gate_for(_stored("E" * 64), "F" * 64)
+    assert gate_for({}, "F" * 64, reader=False) is DEFAULT_GATE
+    assert gate_for(DEFAULT_GATE.to_dict(), "F" * 64, reader=False) is DEFAULT_GATE
+    other = gate_for(_stored("E" * 64), "F" * 64, reader=False)
     assert not other.calibrated and other.kind == "default-logistic"
     assert other.model == DEFAULT_MODEL and other.threshold == DEFAULT_THRESHOLD
     assert other.note == "the stored calibration was made for another index; using the default gate"
     assert other.describe().startswith(other.note + "; the built-in default")
+    assert gate_for(_stored("E" * 64), "F" * 64).model == DEFAULT_READER_GATE.model
     broken = _stored()
     broken["model"] = {**ONE.to_dict(), "coef": [1.0, 2.0]}
-    unreadable = gate_for(broken, "F" * 64)
+    unreadable = gate_for(broken, "F" * 64, reader=False)
     assert not unreadable.calibrated and unreadable.model == DEFAULT_MODEL
     assert unreadable.note == (
         "the stored calibration cannot be read (the stored gate model has lists of "

@@ -24,8 +24,8 @@ from typing import Any
 from groundqa.audit import audited
 from groundqa.conversation import Followup, Vocabulary, standalone
 from groundqa.embed import Embedder, EmbedderOptions, Matrix
-from groundqa.errors import GenerationError
-from groundqa.gate import Gate, gate_features, gate_for
+from groundqa.errors import GenerationError, UsageError
+from groundqa.gate import READER_FEATURES, Gate, default_gate, gate_features, gate_for
 from groundqa.generate import Evidence, Generation, Generator, get_generator
 from groundqa.index.base import Store
 from groundqa.index.manifest import Manifest
@@ -33,7 +33,8 @@ from groundqa.index.open import open_store
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.providers import GeneratorOptions
 from groundqa.query import Query, check_k
-from groundqa.read import Reader, Reading
+from groundqa.read import READERS, Reader, Reading
+from groundqa.read.model import UNTRAINED_NOTE, load_answer_model
 from groundqa.retrieve import FacetIndex, Retrieval, Retriever
 from groundqa.text import Analyzer, PassageTerms
 from groundqa.versions import Versions
@@ -48,22 +49,34 @@ class Engine:
         analyzer: Analyzer,
         embedder_options: EmbedderOptions | None = None,
         embedder: Embedder | None = None,
+        reader: str = "model",
     ) -> None:
+        if reader not in READERS:
+            raise UsageError(f"unknown reader {reader!r}; choose one of: {', '.join(READERS)}")
         self.store = store
         self.analyzer = analyzer
         self.retriever = Retriever(store, analyzer, embedder_options, embedder)
         self.passage_text = PassageTerms(analyzer)
-        self.reader = Reader(self.passage_text, section_path=self.retriever.section_path)
-        self.gate: Gate = gate_for(store.manifest.gate, store.manifest.fingerprint)
+        model = load_answer_model() if reader == "model" else None
+        self.reader = Reader(self.passage_text, self.retriever.section_path, model=model)
+        self.gate: Gate = gate_for(
+            store.manifest.gate, store.manifest.fingerprint, reader=model is not None
+        )
         self.vocabulary = Vocabulary(analyzer.query_terms, self._place_words)
         self._generators: dict[tuple[str, GeneratorOptions], Generator] = {}
 
     @classmethod
-    def open(cls, location: str | Path, embedder_options: EmbedderOptions | None = None) -> Engine:
+    def open(
+        cls,
+        location: str | Path,
+        embedder_options: EmbedderOptions | None = None,
+        reader: str = "model",
+    ) -> Engine:
         """Open the current build of an index directory or a `postgresql://` store;
-        `embedder_options` reach a remote query embedder."""
+        `embedder_options` reach a remote query embedder. `reader` is "model" (the answer
+        model reads the top passages) or "lexical" (word coverage only, no model)."""
         analyzer = Analyzer()
-        return cls(open_store(location, analyzer), analyzer, embedder_options)
+        return cls(open_store(location, analyzer), analyzer, embedder_options, reader=reader)
 
     def reopen(self) -> Engine:
         """An Engine over the build the same index holds now (after a rebuild). The query
@@ -72,9 +85,16 @@ class Engine:
         store = self.store.reopen()
         same = store.manifest.dense.get("embedder") == self.manifest.dense.get("embedder")
         kept = self.retriever.loaded_embedder if same else None
-        return Engine(store, self.analyzer, self.retriever.embedder_options, kept)
+        return Engine(
+            store, self.analyzer, self.retriever.embedder_options, kept, reader=self.reader_kind
+        )
 
     # The index, as the shells and the harness see it -------------------------------------
+
+    @property
+    def reader_kind(self) -> str:
+        """ "model" when the answer model reads the passages, "lexical" when it does not."""
+        return "model" if self.reader.model is not None else "lexical"
 
     @property
     def retrievers(self) -> tuple[str, ...]:
@@ -219,6 +239,13 @@ class Engine:
         """The read stage: what the retrieved passages' sentences say about the question."""
         return self.reader.read(retrieval.query.question, retrieval.weights, retrieval.hits)
 
+    def gate_for(self, reading: Reading) -> Gate:
+        """The gate for this reading: the engine's, unless it weighs the answer model's
+        scores and the model did not read (a question not in its language)."""
+        if reading.scored or not set(self.gate.model.names) & set(READER_FEATURES):
+            return self.gate
+        return default_gate(reader=False)
+
     def screen(self, question: Query | str, **fields: Any) -> tuple[Evidence, dict[str, float]]:
         """What `ask` would hand the gate and the generator, without deciding: calibration
         fits the gate on these, and replays generators on the same evidence."""
@@ -273,11 +300,14 @@ class Engine:
         yield list(retrieval.hits)
         t_retrieved = time.perf_counter()
         reading = self.read(retrieval)
-        decision = self.gate.decide(retrieval.weights, gate_features(retrieval, reading))
+        t_read = time.perf_counter()
+        gate = self.gate_for(reading)
+        decision = gate.decide(retrieval.weights, gate_features(retrieval, reading))
         t_gated = time.perf_counter()
         timings = {
             "retrieve": (t_retrieved - t_resolved) * 1000,
-            "gate": (t_gated - t_retrieved) * 1000,
+            "read": (t_read - t_retrieved) * 1000,
+            "gate": (t_gated - t_read) * 1000,
         }
         if followup.turns_used:
             timings["rewrite"] = (t_resolved - started) * 1000
@@ -292,7 +322,7 @@ class Engine:
             generator=gen.name,
             scope={k: list(v) for k, v in retrieval.scope.items()},
             intent=intent,
-            notes=followup.notes(),
+            notes=followup.notes() + ((UNTRAINED_NOTE,) if reading.untrained else ()),
             standalone_question=followup.standalone if followup.rewritten else None,
         )
         if not decision.answer:

@@ -32,7 +32,14 @@ import numpy.typing as npt
 from groundqa.engine import Engine
 from groundqa.errors import CalibrationError
 from groundqa.evaluate.probes import KINDS, Probe
-from groundqa.gate import DEFAULT_GATE, DENSE_FEATURES, LEXICAL_FEATURES, Gate, calibrated_gate
+from groundqa.gate import (
+    DEFAULT_GATE,
+    DENSE_FEATURES,
+    LEXICAL_FEATURES,
+    READER_FEATURES,
+    Gate,
+    calibrated_gate,
+)
 from groundqa.gate.model import (
     DEFAULT_FOLDS,
     DEFAULT_TARGET,
@@ -77,8 +84,13 @@ def probes_fingerprint(probes: Sequence[Probe]) -> str:
 
 
 def feature_names(engine: Engine) -> tuple[str, ...]:
-    """The features a model for this index uses: the dense ones only where it has vectors."""
-    return LEXICAL_FEATURES + (DENSE_FEATURES if "dense" in engine.retrievers else ())
+    """The features a model for this index uses: the dense ones only where it has vectors,
+    the answer model's where the engine reads with it."""
+    return (
+        LEXICAL_FEATURES
+        + (DENSE_FEATURES if "dense" in engine.retrievers else ())
+        + (READER_FEATURES if engine.reader_kind == "model" else ())
+    )
 
 
 def probe_features(
@@ -306,6 +318,7 @@ def install(index_dir: str | Path, stored: Mapping[str, Any]) -> Manifest:
     missing = (
         set(model.names)
         - set(LEXICAL_FEATURES)
+        - set(READER_FEATURES)
         - (set(DENSE_FEATURES) if manifest.dense else set())
     )
     if missing:

@@ -23,27 +23,34 @@ corpus can answer the question:
 - `sentence_coverage`: topic coverage of the best sentence the reader found
   (the one the extractive generator would quote), and `type_missing`: 1 when the question asks for a kind of fact
   (a time, an amount, a number, a name) and that sentence does not hold one.
+- `reader_best`, `reader_margin`, `reader_mean3`: the answer model's P(answers) for
+  its best sentence, that score's lead over the runner-up, and the mean of the best
+  three (engines that read with the model, the default).
 
 `groundqa calibrate` fits the model on a probe set for one index and stores it,
 with its threshold, in the manifest (see `gate.model`). An index without one
-uses `DEFAULT_GATE`: the same kind of model over the features that read the same
-on any corpus, fitted on the bundled example corpus's probes
-(`bench/default_gate.py` refits it), with a threshold set for 5% false refusals
-there. `groundqa inspect` says which one an index uses.
+uses a built-in default: `DEFAULT_READER_GATE` over the features that read the
+same on any corpus and the answer model's, fitted on training data only (ClapNQ's
+shared half; `bench/default_gate.py --reader` refits it), or, for an engine that
+runs without the model, `DEFAULT_GATE` over the lexical features, fitted on the
+bundled example corpus's probes (`bench/default_gate.py`). `groundqa inspect` says which one an index uses.
 """
 
 from groundqa.gate.decision import (
     DEFAULT_GATE,
     DEFAULT_MODEL,
+    DEFAULT_READER_GATE,
     DEFAULT_THRESHOLD,
     Gate,
     calibrated_gate,
+    default_gate,
     gate_for,
 )
 from groundqa.gate.features import (
     AGREEMENT_DEPTH,
     DENSE_FEATURES,
     LEXICAL_FEATURES,
+    READER_FEATURES,
     features,
     gate_features,
 )
@@ -52,11 +59,14 @@ __all__ = [
     "AGREEMENT_DEPTH",
     "DEFAULT_GATE",
     "DEFAULT_MODEL",
+    "DEFAULT_READER_GATE",
     "DEFAULT_THRESHOLD",
     "DENSE_FEATURES",
     "LEXICAL_FEATURES",
+    "READER_FEATURES",
     "Gate",
     "calibrated_gate",
+    "default_gate",
     "features",
     "gate_features",
     "gate_for",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groundqa.errors import CalibrationError
-from groundqa.gate.features import LEXICAL_FEATURES
+from groundqa.gate.features import LEXICAL_FEATURES, READER_FEATURES
 from groundqa.gate.model import Logistic
 from groundqa.models import GateDecision
 
@@ -26,6 +26,7 @@ class Gate:
     calibrated: bool
     info: dict[str, Any] = field(default_factory=dict)  # probe/index fingerprints, CV figures
     note: str = ""  # why an index's own calibration is not in use, if it is not
+    origin: str = "the bundled example corpus"  # what a built-in default was fitted on
 
     @property
     def kind(self) -> str:
@@ -45,7 +46,7 @@ class Gate:
         if not self.calibrated:
             why = f"{self.note}; " if self.note else "not calibrated: "
             return (
-                f"{why}the built-in default (fitted on the bundled example corpus), "
+                f"{why}the built-in default (fitted on {self.origin}), "
                 f"threshold {self.threshold:.3f}; run `groundqa calibrate --index DIR "
                 "--probes FILE` to fit one for this index"
             )
@@ -109,6 +110,31 @@ DEFAULT_THRESHOLD = 0.399388
 
 DEFAULT_GATE = Gate(DEFAULT_MODEL, DEFAULT_THRESHOLD, calibrated=False)
 
+# Fitted by `python bench/default_gate.py --reader` on training data only: ClapNQ's
+# shared half (its answerable and near-miss questions) and 300 questions of the answer
+# model's other training sets as out-of-scope ones. For engines that read with the
+# answer model (the default).
+# fmt: off
+DEFAULT_READER_MODEL = Logistic(
+    names=LEXICAL_FEATURES + READER_FEATURES,
+    mean=(0.485018, 0.453907, 0.159684, 0.118986, 0.261461,
+          0.342461, 0.064348, 0.322451, 0.109788, 0.229834),
+    scale=(0.244421, 0.268202, 0.221791, 0.054171, 0.217939,
+           0.269120, 0.245372, 0.321287, 0.150545, 0.253020),
+    coef=(-0.434189, 0.247506, -0.746719, -0.100237, 0.803137,
+          0.332632, -0.134103, 0.577338, -0.043023, 1.785572),
+    intercept=-2.337184,
+)
+# fmt: on
+DEFAULT_READER_THRESHOLD = 0.114139
+
+DEFAULT_READER_GATE = Gate(
+    DEFAULT_READER_MODEL,
+    DEFAULT_READER_THRESHOLD,
+    calibrated=False,
+    origin="training data, with the answer model's features",
+)
+
 
 def calibrated_gate(stored: Mapping[str, Any]) -> Gate:
     """A stored calibration read back as a gate, or a `CalibrationError` that says what is
@@ -126,20 +152,35 @@ def calibrated_gate(stored: Mapping[str, Any]) -> Gate:
     return Gate(model, threshold, calibrated=True, info=info)
 
 
-def gate_for(stored: Mapping[str, Any], index_fingerprint: str) -> Gate:
+def default_gate(reader: bool = True) -> Gate:
+    """The built-in default for an engine that reads with the answer model, or without it."""
+    return DEFAULT_READER_GATE if reader else DEFAULT_GATE
+
+
+def gate_for(stored: Mapping[str, Any], index_fingerprint: str, reader: bool = True) -> Gate:
     """The gate an index's manifest asks for: its calibration when that was made for this
-    index, else the default (with a note saying why, when a calibration was set aside)."""
+    index (and reads features this engine gives), else the default for an engine that
+    reads with the answer model or without it (with a note saying why, when a calibration
+    was set aside)."""
+    default = default_gate(reader)
     if not stored.get("calibrated"):
-        return DEFAULT_GATE
+        return default
     if stored.get("index_fingerprint") != index_fingerprint:
         return replace(
-            DEFAULT_GATE,
+            default,
             note="the stored calibration was made for another index; using the default gate",
         )
     try:
-        return calibrated_gate(stored)
+        gate = calibrated_gate(stored)
     except CalibrationError as exc:
         return replace(
-            DEFAULT_GATE,
+            default,
             note=f"the stored calibration cannot be read ({exc.message}); using the default gate",
         )
+    if not reader and set(gate.model.names) & set(READER_FEATURES):
+        return replace(
+            default,
+            note="the stored calibration reads the answer model, which this engine does not "
+            "run; using the default gate",
+        )
+    return gate

@@ -24,6 +24,9 @@ LEXICAL_FEATURES = (
     "type_missing",
 )
 DENSE_FEATURES = ("dense_top", "dense_margin", "agreement")
+# The answer model's reading (engines that read with it): its best sentence's P(answers),
+# that score's lead over the runner-up, and the mean of the best three.
+READER_FEATURES = ("reader_best", "reader_margin", "reader_mean3")
 # How many of the top passages `agreement` compares (`coverage` looks at `COVERAGE_DEPTH`).
 AGREEMENT_DEPTH = 5
 
@@ -71,6 +74,11 @@ def features(
         "sentence_coverage": reading.coverage,
         "type_missing": float(reading.asked and not reading.found),
     }
+    answers = reading.answers()
+    if answers:
+        out["reader_best"] = answers[0]
+        out["reader_margin"] = answers[0] - (answers[1] if len(answers) > 1 else 0.0)
+        out["reader_mean3"] = sum(answers[:3]) / len(answers[:3])
     if dense is not None:
         d1 = dense[0][1] if dense else 0.0
         d2 = dense[1][1] if len(dense) > 1 else d1

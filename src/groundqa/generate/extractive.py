@@ -4,9 +4,12 @@ It answers with sentences copied verbatim from the retrieved passages, each
 followed by the `[n]` of the passage it came from. It never writes a word of
 its own, so every claim in its answer is checkable against its citation.
 
-It quotes from the reader's `Reading` (see `read`): the sentences that cover
-most of the question's topic, the one carrying the kind of fact asked for
-first. It refuses when no sentence covers enough of the question.
+It quotes from the reader's `Reading` (see `read`). When the answer model read
+the passages (the default), it quotes the sentences the model scores as answering,
+best first, at most `model_sentences` of them, and declines when none reaches
+`min_answer`. Without the model it quotes the sentences that cover most of the
+question's topic, the one carrying the kind of fact asked for first, and refuses
+when no sentence covers enough of the question.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from dataclasses import dataclass
 
 from groundqa.generate import Evidence, Generation, cite
 from groundqa.models import REFUSAL, Citation, Hit
-from groundqa.read import Reader, Reading, wanted
+from groundqa.read import Reader, Reading, Sentence, wanted
+from groundqa.read.model import MIN_ANSWER
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,10 @@ class ExtractiveGenerator:
     min_coverage: float = 0.3
     keep_ratio: float = 0.75
     type_bonus: float = 0.25
+    # With the answer model: the least P(answers) worth quoting, and how many to quote.
+    min_answer: float = MIN_ANSWER
+    model_sentences: int = 2
+    answer_ratio: float = 0.8
 
     name = "extractive"
     streams = False
@@ -53,6 +61,8 @@ class ExtractiveGenerator:
             return Generation(
                 REFUSAL, (), True, "no sentence in the passages mentions the question's topic"
             )
+        if reading.scored:
+            return self._answered(evidence, ranked)
         best = ranked[0]
         if best.coverage < self.min_coverage:
             return Generation(
@@ -74,16 +84,44 @@ class ExtractiveGenerator:
             if any(cand.text == c.text for c in chosen):
                 continue
             chosen.append(cand)
-        # Best evidence first; a sentence taken along for the asked-for fact stays right after it.
-        numbers: dict[int, int] = {}
-        snippets: dict[int, list[str]] = {}
-        parts: list[str] = []
-        for cand in chosen:
-            n = numbers.setdefault(cand.hit_index, len(numbers) + 1)
-            snippets.setdefault(cand.hit_index, []).append(cand.text)
-            parts.append(f"{cand.text} [{n}]")
-        hits: tuple[Hit, ...] = evidence.hits
-        citations: list[Citation] = [
-            cite(n, hits[i], " ".join(snippets[i])) for i, n in numbers.items()
-        ]
-        return Generation(" ".join(parts), tuple(citations), False, "")
+        return _quoted(evidence, chosen)
+
+    def _answered(self, evidence: Evidence, ranked: list[Sentence]) -> Generation:
+        """The model's answering sentences, best first; a decline when none answers."""
+        best = ranked[0]
+        top = best.answer or 0.0
+        if top < self.min_answer:
+            return Generation(
+                REFUSAL,
+                (),
+                True,
+                f"no sentence answers the question: the reader's best scores {top:.2f} "
+                f"(needs {self.min_answer:.2f})",
+            )
+        chosen = [best]
+        for cand in ranked[1:]:
+            if len(chosen) >= self.model_sentences:
+                break
+            score = cand.answer or 0.0
+            if score < max(self.min_answer, self.answer_ratio * top):
+                break
+            if all(cand.text != c.text for c in chosen):
+                chosen.append(cand)
+        return _quoted(evidence, chosen)
+
+
+def _quoted(evidence: Evidence, chosen: list[Sentence]) -> Generation:
+    """The chosen sentences, each followed by its passage's [n], and their citations.
+    Best evidence first; a sentence taken along for the asked-for fact stays after it."""
+    numbers: dict[int, int] = {}
+    snippets: dict[int, list[str]] = {}
+    parts: list[str] = []
+    for cand in chosen:
+        n = numbers.setdefault(cand.hit_index, len(numbers) + 1)
+        snippets.setdefault(cand.hit_index, []).append(cand.text)
+        parts.append(f"{cand.text} [{n}]")
+    hits: tuple[Hit, ...] = evidence.hits
+    citations: list[Citation] = [
+        cite(n, hits[i], " ".join(snippets[i])) for i, n in numbers.items()
+    ]
+    return Generation(" ".join(parts), tuple(citations), False, "")
