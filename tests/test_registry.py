@@ -41,7 +41,12 @@ class EchoGenerator:
 def test_every_kind_lists_its_built_ins() -> None:
     assert registry.KINDS == ("embedder", "reranker", "generator")
     assert registry.available("embedder") == ["minilm", "ollama", "openai"]
-    assert registry.available("reranker") == ["none", "cross-encoder:PATH", "llm:GENERATOR_SPEC"]
+    assert registry.available("reranker") == [
+        "none",
+        "cross-encoder:PATH",
+        "llm:GENERATOR_SPEC",
+        "reader",
+    ]
     assert registry.available("generator") == [
         "anthropic",
         "bedrock",
@@ -56,7 +61,7 @@ def test_every_kind_lists_its_built_ins() -> None:
     ("kind", "listed"),
     [
         ("embedder", "minilm, ollama, openai"),
-        ("reranker", "none, cross-encoder:PATH, llm:GENERATOR_SPEC"),
+        ("reranker", "none, cross-encoder:PATH, llm:GENERATOR_SPEC, reader"),
         ("generator", "anthropic, bedrock, extractive, gguf, ollama, openai"),
     ],
 )
@@ -116,7 +121,7 @@ def test_a_string_factory_is_imported_only_when_asked_for() -> None:
 
 def test_a_registration_can_replace_a_built_in_and_show_its_arg() -> None:
     registry.register("reranker", "llm", EchoGenerator.from_spec, "MODEL")
-    assert registry.available("reranker") == ["none", "cross-encoder:PATH", "llm:MODEL"]
+    assert registry.available("reranker") == ["none", "cross-encoder:PATH", "llm:MODEL", "reader"]
     assert isinstance(get_reranker("llm:x"), EchoGenerator)
 
 

@@ -75,7 +75,7 @@ def test_none_or_empty_means_no_reranker(spec: str) -> None:
 
 
 def test_available_lists_every_spec_form() -> None:
-    assert available() == ["none", "cross-encoder:PATH", "llm:GENERATOR_SPEC"]
+    assert available() == ["none", "cross-encoder:PATH", "llm:GENERATOR_SPEC", "reader"]
 
 
 @pytest.mark.parametrize("spec", ["colbert:x", "none:x"])
@@ -83,7 +83,7 @@ def test_an_unknown_reranker_lists_the_available_ones(spec: str) -> None:
     with pytest.raises(UsageError) as exc:
         get_reranker(spec)
     assert exc.value.message == (
-        f"unknown reranker {spec!r}; available: none, cross-encoder:PATH, llm:GENERATOR_SPEC"
+        f"unknown reranker {spec!r}; available: none, cross-encoder:PATH, llm:GENERATOR_SPEC, reader"
     )
 
 

@@ -50,6 +50,7 @@ _BUILTINS: dict[tuple[str, str], _Entry] = {
         "groundqa.retrieve.rerank:CrossEncoderReranker.from_spec", "PATH"
     ),
     ("reranker", "llm"): _Entry("groundqa.retrieve.rerank:LLMReranker.from_spec", "GENERATOR_SPEC"),
+    ("reranker", "reader"): _Entry("groundqa.read.rerank:ReaderReranker.from_spec"),
     ("generator", "extractive"): _Entry("groundqa.generate:extractive_generator"),
     ("generator", "ollama"): _Entry("groundqa.generate.ollama:OllamaGenerator.from_spec"),
     ("generator", "openai"): _Entry("groundqa.generate.openai_compat:OpenAIGenerator.from_spec"),
@@ -82,7 +83,7 @@ def register(kind: str, name: str, factory: Factory | str, arg: str = "") -> Non
 
 def available(kind: str) -> list[str]:
     """Every spec form of `kind`, sorted, `none` first where the kind has it:
-    `["none", "cross-encoder:PATH", "llm:GENERATOR_SPEC"]`."""
+    `["none", "cross-encoder:PATH", "llm:GENERATOR_SPEC", "reader"]`."""
     forms = {name: f"{name}:{e.arg}" if e.arg else name for name, e in _entries(kind).items()}
     return [forms[name] for name in sorted(forms, key=lambda name: (name != NONE, name))]
 

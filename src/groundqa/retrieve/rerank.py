@@ -10,9 +10,9 @@ reorders (and, with `top_n`, cuts) what it is given: it never adds a passage.
 One small protocol; the config string that names a reranker resolves through
 `groundqa.registry`, as generators and embedders do:
 
-- `none` (or empty): the default, no reranker. No cross-encoder ships with
-  groundqa and nothing is ever downloaded, so there is nothing to rerank with
-  offline until a user points at a model.
+- `none` (or empty): the default, no reranker.
+- `reader`: the shipped answer model (`groundqa.read.rerank`): a passage scores as
+  its best sentence's P(answers). Offline; measured in `bench/reader.py`.
 - `cross-encoder:PATH`: a sentence-transformers `CrossEncoder` loaded from a
   local directory, offline (`local_files_only`, `HF_HUB_OFFLINE=1` while it
   loads). Needs `pip install sentence-transformers` and torch.
@@ -106,7 +106,8 @@ def register(name: str, factory: Factory | str, arg: str = "") -> None:
 
 
 def available() -> list[str]:
-    """Every spec form, `none` first: `["none", "cross-encoder:PATH", "llm:GENERATOR_SPEC"]`."""
+    """Every spec form, `none` first:
+    `["none", "cross-encoder:PATH", "llm:GENERATOR_SPEC", "reader"]`."""
     return registry.available("reranker")
 
 
