@@ -238,6 +238,9 @@ class OnnxEncoder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # The answer model's session runs right after the query embedding: threads left
+        # spinning here would take the cores it needs.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(
             str(onnx_path()), sess_options=options, providers=["CPUExecutionProvider"]
         )

@@ -196,9 +196,10 @@ class Reading:
 class Reader:
     """Scores the sentences of the top `max_passages` hits for one question.
 
-    With an answer `model`, it reads every sentence of the top `model_passages` hits
-    instead (at most `model_sentences`, in rank order), whether or not it shares a word
-    with the question, and its P(answers) is the sentence's score. A question or first
+    With an answer `model`, it reads the sentences of the top `model_passages` hits
+    instead (at most `model_sentences`, in rank order): every sentence of the first
+    `model_all`, whether or not it shares a word with the question, and those of the rest
+    that do. Its P(answers) is the sentence's score. A question or first
     passage that does not read as English (the model's only language) is read by word
     coverage instead, and the Reading says so (`untrained`).
     """
@@ -209,6 +210,7 @@ class Reader:
     type_bonus: float = 0.25
     model: AnswerModel | None = None
     model_passages: int = 3
+    model_all: int = 2
     model_sentences: int = 48
 
     def read(self, question: str, weights: Mapping[str, float], hits: Sequence[Hit]) -> Reading:
@@ -236,8 +238,10 @@ class Reader:
                 if _HEADING_LINE.match(text) or len(text) < 12 or _addresses_model(text):
                     continue
                 # Context alone (a matching title) is not an answer: the sentence must add
-                # something. The model reads every sentence: an answer may use other words.
-                if model is None and not terms & topic:
+                # something. The model reads every sentence of the first `model_all`
+                # passages (an answer may use other words) and, below them, those that
+                # share a topic word, which keeps the cost of a read down.
+                if not terms & topic and (model is None or i >= self.model_all):
                     continue
                 cov = coverage(weights, terms | context)
                 has = bool(kinds) and holds(kinds, text)

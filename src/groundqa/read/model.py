@@ -88,6 +88,9 @@ class AnswerModel:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
+        # The embedder's session runs in the same ask: idle threads that spin would take
+        # the cores it needs (two sessions spinning on two cores doubles the read).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = ort.InferenceSession(
             str(path), sess_options=options, providers=["CPUExecutionProvider"]
         )
