@@ -12,9 +12,12 @@
   at 5% and 10% false refusal, and what the thresholds chosen on the training
   folds did.
 
-Beside the calibrated gate: `DEFAULT_GATE` (uncalibrated, fitted once on the
-example corpus's probes), `coverage>=0.4` (the old lexical gate) and
-`cosine>=0.3` (the usual "cosine distance under 0.7" cut). End to end, a
+The engine reads with the answer model (the default). Beside its calibrated gate:
+`default` (`DEFAULT_READER_GATE`, uncalibrated, fitted on training data only),
+`coverage>=0.4` (the old lexical gate) and `cosine>=0.3` (the usual "cosine
+distance under 0.7" cut); and the baseline in the same run, the engine without the
+answer model (`reader="lexical"`, the reader before it): its calibrated gate and its
+default (`DEFAULT_GATE`, fitted on the example corpus's probes). End to end, a
 question the gate lets through still counts as refused when the extractive
 reader declines it. A reliability plot of the out-of-fold confidence goes to
 bench/results/gate_reliability.png.
@@ -50,13 +53,21 @@ from groundqa.evaluate.calibrate import (
     reliability,
 )
 from groundqa.evaluate.probes import Probe
-from groundqa.gate import DEFAULT_GATE, LEXICAL_FEATURES
+from groundqa.gate import DEFAULT_GATE, DEFAULT_READER_GATE, READER_FEATURES, Gate
 from groundqa.gate.model import Array, refusal_at, roc_auc
 from groundqa.ingestion import ingest
 
 GATE_WORK = WORK / "gate"
 PLOT = "gate_reliability.png"
-METHODS = ("calibrated", "default", "coverage>=0.4", "cosine>=0.3")
+LEXICAL = "lexical reader"
+METHODS = (
+    "calibrated",
+    "default",
+    f"calibrated, {LEXICAL}",
+    f"default, {LEXICAL}",
+    "coverage>=0.4",
+    "cosine>=0.3",
+)
 Outcome = dict[str, dict[str, int]]
 
 
@@ -67,10 +78,37 @@ def _engine(sources: Sequence[Path], name: str, fmt: str = "auto") -> Engine:
     return Engine.open(index)
 
 
+def _default(data: ProbeFeatures) -> Gate:
+    """The built-in default for the reader these features came from."""
+    return DEFAULT_READER_GATE if set(READER_FEATURES) <= set(data.names) else DEFAULT_GATE
+
+
 def _default_probability(data: ProbeFeatures) -> Array:
-    columns = [data.names.index(n) for n in LEXICAL_FEATURES]
-    p: Array = DEFAULT_GATE.model.predict(data.x[:, columns])
+    gate = _default(data)
+    columns = [data.names.index(n) for n in gate.model.names]
+    p: Array = gate.model.predict(data.x[:, columns])
     return np.where(data.empty, 0.0, p)
+
+
+def _judged_default(data: ProbeFeatures) -> dict[str, Any]:
+    default = _default_probability(data)
+    return judged(data, default < _default(data).threshold, default)
+
+
+def _lexical(engine: Engine) -> Engine:
+    """The same index read without the answer model: the baseline rows."""
+    return Engine.open(engine.location, reader="lexical")
+
+
+def _with_lexical(
+    methods: dict[str, dict[str, Any]], lexical: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """`methods` with the lexical reader's calibrated and default rows, in METHODS order."""
+    out = dict(methods)
+    for name in ("calibrated", "default"):
+        if name in lexical:
+            out[f"{name}, {LEXICAL}"] = lexical[name]
+    return {m: out[m] for m in METHODS if m in out}
 
 
 def applied_methods(
@@ -81,16 +119,14 @@ def applied_methods(
     if report is not None:
         p: Array = np.where(data.empty, 0.0, report.gate.model.predict(data.x))
         out["calibrated"] = judged(data, p < report.gate.threshold, p)
-    default = _default_probability(data)
-    out["default"] = judged(data, default < DEFAULT_GATE.threshold, default)
+    out["default"] = _judged_default(data)
     return {**out, **baselines(data)}
 
 
 def cross_validated(report: CalibrationReport) -> dict[str, dict[str, Any]]:
     """fit_report's nested-CV figures, with the default gate (not fitted on these) beside them."""
     out = dict(report.results)
-    default = _default_probability(report.data)
-    out["default"] = judged(report.data, default < DEFAULT_GATE.threshold, default)
+    out["default"] = _judged_default(report.data)
     return {m: out[m] for m in METHODS if m in out}
 
 
@@ -123,10 +159,15 @@ def city_guides() -> dict[str, Any] | None:
     from seeds import city_guides_probes
 
     engine = _engine([guides], "city_guides")
-    ours = probe_features(engine, load_probes(ROOT / "bench" / "city_guides.probes.jsonl"))
-    seeds = probe_features(engine, city_guides_probes(guides / "questions.json", guides))
+    own = load_probes(ROOT / "bench" / "city_guides.probes.jsonl")
+    seed_probes = city_guides_probes(guides / "questions.json", guides)
+    ours = probe_features(engine, own)
+    seeds = probe_features(engine, seed_probes)
     report = fit_report(ours, info={"index_fingerprint": engine.manifest.fingerprint})
-    held_out = applied_methods(seeds, report)
+    lexical = _lexical(engine)
+    ours_lex = fit_report(probe_features(lexical, own))
+    seeds_lex = applied_methods(probe_features(lexical, seed_probes), ours_lex)
+    held_out = _with_lexical(applied_methods(seeds, report), seeds_lex)
     p = np.where(seeds.empty, 0.0, report.gate.model.predict(seeds.x))
     return {
         "seeds": {
@@ -143,8 +184,8 @@ def city_guides() -> dict[str, Any] | None:
             ],
         },
         "ours_cv": {
-            "methods": cross_validated(report),
-            "curves": curves(report),
+            "methods": _with_lexical(cross_validated(report), cross_validated(ours_lex)),
+            "curves": {**curves(report), **_lexical_curves(ours_lex)},
             "misjudged": _misjudged(report),
         },
         **_gate_summary(report),
@@ -154,12 +195,14 @@ def city_guides() -> dict[str, Any] | None:
 
 def regpack() -> dict[str, Any]:
     engine = _engine([ROOT / "examples" / "regpack"], "regpack")
-    data = probe_features(engine, load_probes(ROOT / "examples" / "regpack.probes.jsonl"))
+    probes = load_probes(ROOT / "examples" / "regpack.probes.jsonl")
+    data = probe_features(engine, probes)
     report = fit_report(data, info={"index_fingerprint": engine.manifest.fingerprint})
+    lexical = fit_report(probe_features(_lexical(engine), probes))
     return {
         "cv": {
-            "methods": cross_validated(report),
-            "curves": curves(report),
+            "methods": _with_lexical(cross_validated(report), cross_validated(lexical)),
+            "curves": {**curves(report), **_lexical_curves(lexical)},
             "misjudged": _misjudged(report),
         },
         **_gate_summary(report),
@@ -219,6 +262,12 @@ def curves(report: CalibrationReport) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _lexical_curves(report: CalibrationReport) -> dict[str, dict[str, Any]]:
+    """The lexical reader's calibrated and default curves, under their row names."""
+    c = curves(report)
+    return {f"{name}, {LEXICAL}": c[name] for name in ("calibrated", "default")}
+
+
 def clapnq() -> dict[str, Any] | None:
     folder = shared_path("bench", "clapnq")
     if folder is None:
@@ -227,7 +276,8 @@ def clapnq() -> dict[str, Any] | None:
     engine = _engine([corpus], "clapnq/index", fmt="beir")
     data = probe_features(engine, probes)
     report = fit_report(data, info={"index_fingerprint": engine.manifest.fingerprint})
-    methods = cross_validated(report)
+    lexical = fit_report(probe_features(_lexical(engine), probes))
+    methods = _with_lexical(cross_validated(report), cross_validated(lexical))
     # Where the question's own passage ranks, so weak gate figures can be read against retrieval.
     top1 = [
         any(h.chunk.section_id in p.expected for h in engine.search(p.question, depth=1))
@@ -236,7 +286,7 @@ def clapnq() -> dict[str, Any] | None:
     ]
     return {
         "passages": len(corpus.read_text(encoding="utf-8").splitlines()),
-        "curves": curves(report),
+        "curves": {**curves(report), **_lexical_curves(lexical)},
         "methods": methods,
         "own_passage_at_rank1": round(float(np.mean(top1)), 4),
         **_gate_summary(report),
@@ -323,9 +373,14 @@ def markdown(data: dict[str, Any]) -> str:
         "Cells read refused/n (at the gate + by the reader after the gate let it through); "
         "false refusals are answerable questions refused end to end. AUC is the ROC area of "
         "each gate's score (P(answerable), or the raw coverage or cosine) between answerable "
-        "and unanswerable questions. `default` is `DEFAULT_GATE`, the uncalibrated built-in "
-        "model (lexical features, fitted once on the example corpus's probes); "
-        "`coverage>=0.4` the old lexical gate; `cosine>=0.3` a fixed cosine-distance < 0.7 cut.",
+        "and unanswerable questions. The engine reads with the answer model (the default): "
+        "`calibrated` is its gate fitted on the probes, `default` is `DEFAULT_READER_GATE`, "
+        "the uncalibrated built-in model (lexical and answer-model features, fitted on "
+        "training data only: ClapNQ's shared half and other training sets' questions). "
+        f"The `{LEXICAL}` rows are the baseline in the same run: the same index read "
+        "without the answer model, its own calibrated gate, and `DEFAULT_GATE` (lexical "
+        "features, fitted on the example corpus's probes). `coverage>=0.4` is the old "
+        "lexical gate; `cosine>=0.3` a fixed cosine-distance < 0.7 cut.",
         "",
     ]
     cg = data["city_guides"]
@@ -357,8 +412,8 @@ def markdown(data: dict[str, Any]) -> str:
     md += [
         "**Bundled example corpus** (`examples/regpack.probes.jsonl`: "
         f"{_counts(o)}), "
-        "nested 5-fold cross-validation. `default` was fitted on these very probes (over a "
-        "BM25-only build), so its row is not a held-out figure:",
+        f"nested 5-fold cross-validation. `default, {LEXICAL}` was fitted on these very "
+        "probes (over a BM25-only build), so its row is not a held-out figure:",
         "",
         *_table(rp["cv"]["methods"], " (CV)"),
         "",

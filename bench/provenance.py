@@ -39,7 +39,7 @@ CHUNK = (f"{_PKG}/chunking.py", f"{_PKG}/clauses.py", f"{_PKG}/versions.py")
 INDEX = (f"{_PKG}/index", f"{_PKG}/ingestion.py", f"{_PKG}/text.py", f"{_PKG}/acronyms.py")
 EMBED = (f"{_PKG}/embed",)
 RETRIEVE = (f"{_PKG}/retrieve", f"{_PKG}/fusion.py", f"{_PKG}/definitions.py")
-READ = (f"{_PKG}/read.py",)
+READ = (f"{_PKG}/read",)
 GATE = (f"{_PKG}/gate",)
 GENERATE = (f"{_PKG}/generate", f"{_PKG}/intent.py", f"{_PKG}/providers.py")
 AUDIT = (f"{_PKG}/audit", f"{_PKG}/lexicon.py", f"{_PKG}/verdicts.py")
@@ -139,6 +139,24 @@ BENCHMARKS: dict[str, Benchmark] = {
         "The calibrated gate: answer or refuse",
         "bench/gate.py",
         (*ASK, *EMBED, *EVALUATE, "bench/seeds.py", "bench/city_guides.probes.jsonl", *REGPACK),
+    ),
+    "reader": Benchmark(
+        "The answer model on sets it never trained on",
+        "bench/reader.py",
+        (
+            *ASK,
+            *EMBED,
+            *EVALUATE,
+            "train/reader_data.py",
+            "bench/dense.py",
+            "bench/retrieval.py",
+            *REGPACK,
+        ),
+    ),
+    "clapnq_acceptance": Benchmark(
+        "ClapNQ reserved half: the acceptance figure",
+        "bench/clapnq_acceptance.py",
+        (*ASK, *EMBED, *EVALUATE, "bench/gate.py"),
     ),
     "embedder": Benchmark(
         "The offline embedder: all-MiniLM-L6-v2 on three runtimes",

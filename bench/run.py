@@ -27,6 +27,7 @@ import pdf_headings
 import pipeline
 import postgres_eval
 import postgres_load
+import reader
 import real_docs
 import regulatory
 import retrieval
@@ -50,6 +51,7 @@ def main() -> int:
     pdf_headings.run()
     real_docs.run()
     intent.run()
+    reader.run()
     gate.run()
     embedder.run()
     serve_load.run()
