@@ -76,7 +76,7 @@ def fit_reader_default() -> tuple[Logistic, float]:
     with tempfile.TemporaryDirectory() as tmp:
         corpus, probes = _clapnq_corpus(folder)
         ingest([corpus], Path(tmp) / "index", dense=None, fmt="beir")
-        engine = Engine.open(Path(tmp) / "index")
+        engine = Engine.open(Path(tmp) / "index", reader="model")
         data = probe_features(engine, [*probes, *_foreign_questions()])
         report = fit_report(data)
         print(f"cross-validated on training data: {report.operating}", file=sys.stderr)

@@ -39,7 +39,7 @@ from groundqa.gate import (
     LEXICAL_FEATURES,
     READER_FEATURES,
 )
-from groundqa.gate.model import probe_fingerprint
+from groundqa.gate.model import Logistic, probe_fingerprint
 from groundqa.index.manifest import MANIFEST, current_build, read_manifest, update_gate
 from groundqa.ingestion import ingest
 from tests.conftest import REGPACK, REGPACK_PROBES, ROOT, need_shared, write_small_corpus
@@ -158,7 +158,7 @@ def test_calibrate_stores_the_gate_in_the_manifest_and_nothing_else(
     engine = Engine.open(calibrated.index)
     assert gate["generator"] == "extractive" and gate["retriever"] == engine.default_retriever
     assert 0.0 < gate["threshold"] < 1.0 and 0.5 < gate["cv_auc"] <= 1.0
-    assert gate["model"]["features"] == list(LEXICAL_FEATURES + READER_FEATURES)
+    assert gate["model"]["features"] == list(LEXICAL_FEATURES)
     assert json.loads(calibrated.export.read_text("utf-8")) == gate
     # only the gate changed: the rest of the manifest and every data file are as built
     before = read_manifest(current_build(pristine))
@@ -208,9 +208,8 @@ def test_ask_explain_shows_factors_and_for_a_refusal_the_closest_sections(
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     start = lines.index("factors (push on the log-odds of answering):")
-    names = LEXICAL_FEATURES + READER_FEATURES
-    factor_names = [line.split()[0] for line in lines[start + 1 : start + 1 + len(names)]]
-    assert sorted(factor_names) == sorted(names)
+    factor_names = [line.split()[0] for line in lines[start + 1 : start + 8]]
+    assert sorted(factor_names) == sorted(LEXICAL_FEATURES)
     closest = lines.index("closest matches (not cited: they do not answer the question):")
     shown = lines[closest + 1 :]
     assert len(shown) == 6  # three sections, each with its link
@@ -242,7 +241,7 @@ def test_dry_run_reports_but_stores_nothing(fresh: Path) -> None:
     assert text.exit_code == 0 and "dry run: nothing stored" in text.stdout
     assert "stored in" not in text.stdout
     assert manifest_bytes(fresh) == before
-    assert Engine.open(fresh).gate is DEFAULT_READER_GATE
+    assert Engine.open(fresh).gate is DEFAULT_GATE
 
 
 # ---------------------------------------------------------------- --apply and --reset
@@ -256,7 +255,7 @@ def test_a_calibration_exported_from_one_index_is_refused_by_another(
     assert result.exit_code == 1
     assert error_line(result).startswith("error: this calibration was made for another index")
     assert manifest_bytes(small) == before
-    assert Engine.open(small).gate is DEFAULT_READER_GATE
+    assert Engine.open(small).gate is DEFAULT_GATE
 
 
 def test_apply_onto_the_index_it_was_made_for_stores_it(
@@ -343,7 +342,7 @@ def test_reset_puts_the_default_gate_back(fresh_calibrated: Path) -> None:
         f"build {manifest.build_id} uses the built-in default gate again"
     )
     assert manifest.gate == DEFAULT_GATE.to_dict()
-    assert Engine.open(fresh_calibrated).gate is DEFAULT_READER_GATE
+    assert Engine.open(fresh_calibrated).gate is DEFAULT_GATE
 
 
 @pytest.mark.parametrize(
@@ -447,7 +446,7 @@ def test_a_changed_corpus_drops_the_calibration_and_says_so(tmp_path: Path) -> N
     assert report.changed and report.gate_note == DROPPED
     assert report.message.endswith(f"; {DROPPED}")
     assert read_manifest(current_build(index)).gate == {}  # no calibration: the default applies
-    assert Engine.open(index).gate is DEFAULT_READER_GATE
+    assert Engine.open(index).gate is DEFAULT_GATE
     # and the calibration made for the old build cannot be put back on the new one
     again = cli("calibrate", "--index", index, "--apply", export)
     assert again.exit_code == 1
@@ -502,11 +501,9 @@ def test_the_default_gate_is_a_fresh_fit_on_the_example_corpus(calibrated: Calib
     finally:
         sys.path.remove(str(ROOT / "bench"))
     assert default_gate.matches(*default_gate.fit_default())
-    # calibrating a BM25-only build of the same corpus on the same probes, read without
-    # the answer model, is that fit
-    lexical = Engine.open(calibrated.index, reader="lexical")
-    report = fit_report(probe_features(lexical, load_probes(REGPACK_PROBES)))
-    assert default_gate.matches(report.gate.model, report.gate.threshold)
+    # calibrating a BM25-only build of the same corpus on the same probes is that fit
+    stored = read_manifest(current_build(calibrated.index)).gate
+    assert default_gate.matches(Logistic.from_dict(stored["model"]), stored["threshold"])
 
 
 def test_the_reader_default_gate_is_a_fresh_fit_on_training_data() -> None:
@@ -521,6 +518,14 @@ def test_the_reader_default_gate_is_a_fresh_fit_on_training_data() -> None:
     stored = (DEFAULT_READER_GATE.model, DEFAULT_READER_GATE.threshold)
     assert model.names == LEXICAL_FEATURES + READER_FEATURES
     assert default_gate.matches(model, threshold, 1e-4, *stored)
+
+
+def test_calibrating_with_the_answer_model_weighs_its_features(pristine: Path) -> None:
+    engine = Engine.open(pristine, reader="model")
+    assert engine.gate is DEFAULT_READER_GATE
+    report = fit_report(probe_features(engine, load_probes(REGPACK_PROBES)))
+    assert report.gate.model.names[-3:] == READER_FEATURES
+    assert set(READER_FEATURES) <= set(report.data.names)
 
 
 def test_eval_notes_when_the_gate_was_calibrated_on_the_same_probes(
@@ -619,7 +624,7 @@ def test_calibration_with_vectors_uses_the_dense_features(
     assert report["stored"] is True
     assert set(report["results"]) == {"calibrated", "coverage>=0.4", "cosine>=0.3"}
     gate = read_manifest(current_build(index)).gate
-    assert gate["model"]["features"] == list(LEXICAL_FEATURES + DENSE_FEATURES + READER_FEATURES)
+    assert gate["model"]["features"] == list(LEXICAL_FEATURES + DENSE_FEATURES)
     answer = Engine.open(index).ask(TURBINE)
     assert answer.gate.calibrated and set(answer.gate.factors) >= set(DENSE_FEATURES)
     # a BM25-only build of the same corpus is another index

@@ -13,7 +13,7 @@ import pytest
 
 from groundqa.engine import Engine
 from groundqa.errors import UsageError
-from groundqa.gate import DEFAULT_READER_GATE, gate_features
+from groundqa.gate import DEFAULT_GATE, gate_features
 from groundqa.index.base import Store
 from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer
@@ -125,7 +125,7 @@ def test_open_reads_what_ingest_wrote(engine: Engine, tmp_path: Path) -> None:
     assert engine.manifest.counts["chunks"] == len(engine.chunks)
     # A fresh build carries no calibration, and the engine uses the built-in default gate.
     assert engine.manifest.gate == {}
-    assert engine.gate is DEFAULT_READER_GATE and not engine.gate.calibrated
+    assert engine.gate is DEFAULT_GATE and not engine.gate.calibrated
     assert {c.section_id for c in engine.chunks} >= {"SCH1-01"}
 
 

@@ -216,17 +216,17 @@ def test_gate_for_uses_a_calibration_made_for_this_index() -> None:
 
 
 def test_gate_for_picks_the_default_for_the_engines_reader() -> None:
-    assert gate_for({}, "F" * 64) is DEFAULT_READER_GATE
+    assert gate_for({}, "F" * 64, reader=True) is DEFAULT_READER_GATE
     assert set(READER_FEATURES) <= set(DEFAULT_READER_GATE.model.names)
-    assert gate_for({}, "F" * 64, reader=False) is DEFAULT_GATE
+    assert gate_for({}, "F" * 64) is DEFAULT_GATE
     assert not set(READER_FEATURES) & set(DEFAULT_GATE.model.names)
     assert "training data" in DEFAULT_READER_GATE.describe()
     assert "example corpus" in DEFAULT_GATE.describe()
     # A calibration that reads the answer model is set aside by an engine that runs without it.
     reads = _stored()
     reads["model"] = Logistic(("reader_best",), (0.5,), (0.2,), (1.0,), 0.0).to_dict()
-    assert gate_for(reads, "F" * 64).calibrated
-    without = gate_for(reads, "F" * 64, reader=False)
+    assert gate_for(reads, "F" * 64, reader=True).calibrated
+    without = gate_for(reads, "F" * 64)
     assert without.model == DEFAULT_MODEL and "does not run" in without.note
 
 
@@ -238,7 +238,7 @@ def test_gate_for_sets_aside_what_it_cannot_use() -> None:
     assert other.model == DEFAULT_MODEL and other.threshold == DEFAULT_THRESHOLD
     assert other.note == "the stored calibration was made for another index; using the default gate"
     assert other.describe().startswith(other.note + "; the built-in default")
-    assert gate_for(_stored("E" * 64), "F" * 64).model == DEFAULT_READER_GATE.model
+    assert gate_for(_stored("E" * 64), "F" * 64, reader=True).model == DEFAULT_READER_GATE.model
     broken = _stored()
     broken["model"] = {**ONE.to_dict(), "coef": [1.0, 2.0]}
     unreadable = gate_for(broken, "F" * 64, reader=False)

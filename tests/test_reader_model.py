@@ -69,7 +69,8 @@ def test_the_engine_stops_with_that_line_rather_than_read_without_the_model(
     load_answer_model.cache_clear()
     try:
         with pytest.raises(UsageError, match="is missing"):
-            Engine.open(index)
+            Engine.open(index, reader="model")
+        assert Engine.open(index).reader_kind == "lexical"  # the default needs no model
     finally:
         load_answer_model.cache_clear()
 
@@ -123,7 +124,7 @@ def test_the_engine_reads_with_the_model_and_the_gate_weighs_it(small_corpus: Pa
 
 
 def test_without_the_model_the_engine_reads_words_as_before(small_corpus: Path) -> None:
-    engine = _engine(small_corpus, reader="lexical")
+    engine = Engine.open(_engine(small_corpus, reader="lexical").location)  # the default
     assert engine.reader_kind == "lexical" and engine.gate is DEFAULT_GATE
     evidence, feats = engine.screen("What time does the bus leave Alderby?")
     assert evidence.reading is not None and not evidence.reading.scored

@@ -33,7 +33,7 @@ from groundqa.index.open import open_store
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.providers import GeneratorOptions
 from groundqa.query import Query, check_k
-from groundqa.read import READERS, Reader, Reading
+from groundqa.read import DEFAULT_READER, READERS, Reader, Reading
 from groundqa.read.model import UNTRAINED_NOTE, load_answer_model
 from groundqa.retrieve import FacetIndex, Retrieval, Retriever
 from groundqa.text import Analyzer, PassageTerms
@@ -49,7 +49,7 @@ class Engine:
         analyzer: Analyzer,
         embedder_options: EmbedderOptions | None = None,
         embedder: Embedder | None = None,
-        reader: str = "model",
+        reader: str = DEFAULT_READER,
     ) -> None:
         if reader not in READERS:
             raise UsageError(f"unknown reader {reader!r}; choose one of: {', '.join(READERS)}")
@@ -70,11 +70,11 @@ class Engine:
         cls,
         location: str | Path,
         embedder_options: EmbedderOptions | None = None,
-        reader: str = "model",
+        reader: str = DEFAULT_READER,
     ) -> Engine:
         """Open the current build of an index directory or a `postgresql://` store;
-        `embedder_options` reach a remote query embedder. `reader` is "model" (the answer
-        model reads the top passages) or "lexical" (word coverage only, no model)."""
+        `embedder_options` reach a remote query embedder. `reader` is "lexical" (word
+        coverage, the default) or "model" (the answer model reads the top passages)."""
         analyzer = Analyzer()
         return cls(open_store(location, analyzer), analyzer, embedder_options, reader=reader)
 

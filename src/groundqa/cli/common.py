@@ -189,6 +189,17 @@ def reranker_option(f: Any) -> Any:
     )(f)
 
 
+def reader_option(f: Any) -> Any:
+    return click.option(
+        "--reader",
+        type=click.Choice(["lexical", "model"]),
+        default="lexical",
+        show_default=True,
+        help="What reads the retrieved passages: word coverage, or the answer model that "
+        "ships with groundqa (docs/pipeline/read.md).",
+    )(f)
+
+
 def embedder_options(url: str | None) -> Any:
     from groundqa.embed import EmbedderOptions
 

@@ -21,6 +21,7 @@ from groundqa.cli.common import (
     index_option,
     out,
     progress_bars,
+    reader_option,
 )
 from groundqa.errors import UsageError
 
@@ -87,6 +88,7 @@ def _parse_ks(value: str) -> list[int]:
     help="Generator that answers the probes the gate lets through (its refusals are counted apart).",
 )
 @click.option("--generator-url", default=None, help="Base URL of the generator's server.")
+@reader_option
 @click.option(
     "--ignore-scope",
     is_flag=True,
@@ -104,6 +106,7 @@ def evaluate(
     report_dir: str | None,
     generator: str,
     generator_url: str | None,
+    reader: str,
     ignore_scope: bool,
     as_json: bool,
 ) -> None:
@@ -127,6 +130,7 @@ def evaluate(
             generator=generator,
             options=generator_options(generator_url, 60.0),
             use_scope=not ignore_scope,
+            reader=reader,
         )
     else:
         raise UsageError("eval needs --index DIR --probes FILE, or --beir DIR")
@@ -175,12 +179,13 @@ def _eval_probes(
     generator: str,
     options: Any,
     use_scope: bool = True,
+    reader: str = "lexical",
 ) -> None:
     from groundqa.engine import Engine
     from groundqa.evaluate import compare_retrievers, load_probes
 
     probes = load_probes(probes_path)
-    engine = Engine.open(index_dir)
+    engine = Engine.open(index_dir, reader=reader)
     comparison = compare_retrievers(
         engine,
         probes,
@@ -272,6 +277,7 @@ def _fmt_metric(key: str, value: float) -> str:
     type=click.Path(dir_okay=False),
     help="Store a calibration written by --export (it must be for this index).",
 )
+@reader_option
 @click.option("--reset", is_flag=True, help="Go back to the built-in default gate.")
 @click.option("--dry-run", is_flag=True, help="Fit and report, but store nothing.")
 @click.option("--json", "as_json", is_flag=True)
@@ -285,6 +291,7 @@ def calibrate(
     generator_url: str | None,
     export_path: str | None,
     apply_path: str | None,
+    reader: str,
     reset: bool,
     dry_run: bool,
     as_json: bool,
@@ -309,7 +316,7 @@ def calibrate(
 
     assert probes_path is not None
     probes = load_probes(probes_path)
-    engine = Engine.open(index_dir)
+    engine = Engine.open(index_dir, reader=reader)
     with progress_bars(not as_json) as reporter:
         if reporter is not None:
             reporter.stage("screening probes", total=len(probes))

@@ -23,6 +23,7 @@ from groundqa.cli.common import (
     out,
     parse_as_of,
     parse_filters,
+    reader_option,
     reranker_option,
     retriever_option,
     with_generator_options,
@@ -117,6 +118,7 @@ def _reason(answer: Answer) -> str:
 )
 @retriever_option
 @reranker_option
+@reader_option
 @click.option(
     "--filter",
     "filters",
@@ -166,6 +168,7 @@ def ask(
     retriever: str | None,
     embedder_url: str | None,
     reranker: str | None,
+    reader: str,
     filters: tuple[str, ...],
     filters_all: tuple[str, ...],
     scope: tuple[str, ...],
@@ -185,7 +188,7 @@ def ask(
     from groundqa.query import Query
 
     day = parse_as_of(as_of)
-    engine = Engine.open(index_dir, embedder_options(embedder_url))
+    engine = Engine.open(index_dir, embedder_options(embedder_url), reader=reader)
     query = Query(
         question,
         k=k,

@@ -152,12 +152,12 @@ def calibrated_gate(stored: Mapping[str, Any]) -> Gate:
     return Gate(model, threshold, calibrated=True, info=info)
 
 
-def default_gate(reader: bool = True) -> Gate:
+def default_gate(reader: bool = False) -> Gate:
     """The built-in default for an engine that reads with the answer model, or without it."""
     return DEFAULT_READER_GATE if reader else DEFAULT_GATE
 
 
-def gate_for(stored: Mapping[str, Any], index_fingerprint: str, reader: bool = True) -> Gate:
+def gate_for(stored: Mapping[str, Any], index_fingerprint: str, reader: bool = False) -> Gate:
     """The gate an index's manifest asks for: its calibration when that was made for this
     index (and reads features this engine gives), else the default for an engine that
     reads with the answer model or without it (with a note saying why, when a calibration

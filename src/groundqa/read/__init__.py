@@ -34,8 +34,11 @@ from groundqa.models import Hit
 from groundqa.read.model import AnswerModel, trained_language
 from groundqa.text import PassageTerms
 
-# What reads the passages: the shipped answer model, or word coverage alone.
-READERS = ("model", "lexical")
+# What reads the passages: word coverage alone, or the shipped answer model. Word coverage
+# stays the default: on the city-guide probes, which it was not trained for, the model
+# declines answerable questions far more often (bench/results/gate.md).
+READERS = ("lexical", "model")
+DEFAULT_READER = "lexical"
 # How many of the top passages the gate's `coverage` looks at.
 COVERAGE_DEPTH = 3
 
@@ -277,6 +280,7 @@ def _title(breadcrumb: str) -> str:
 
 __all__ = [
     "COVERAGE_DEPTH",
+    "DEFAULT_READER",
     "READERS",
     "Reader",
     "Reading",
