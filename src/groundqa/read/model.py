@@ -79,22 +79,12 @@ class AnswerModel:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
-        from groundqa.embed.minilm import model_dir
+        from groundqa.embed.minilm import cpu_session, model_dir
 
         tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
         tok.enable_truncation(MAX_TOKENS, strategy="longest_first")
         tok.no_padding()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        # The embedder's session runs in the same ask: idle threads that spin would take
-        # the cores it needs (two sessions spinning on two cores doubles the read).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = ort.InferenceSession(
-            str(path), sess_options=options, providers=["CPUExecutionProvider"]
-        )
-        return cls(session, tok)
+        return cls(cpu_session(ort, path, threads), tok)
 
     def score(self, question: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """P(the sentence answers the question) for each (context, sentence), in order."""
