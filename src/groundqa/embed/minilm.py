@@ -219,15 +219,16 @@ class NumpyEncoder:
         return x
 
 
-def cpu_session(ort: Any, path: Path, threads: int) -> Any:
-    """An onnxruntime CPU session over `path` with `threads` intra-op threads that sleep
-    when idle: the embedder's and the answer model's sessions run one after the other in
-    one ask, and threads left spinning in one would take the cores the other needs."""
+def cpu_session(ort: Any, path: Path, threads: int, spin: bool = True) -> Any:
+    """An onnxruntime CPU session over `path` with `threads` intra-op threads. With
+    `spin=False` idle threads sleep instead of spinning: the answer model's session uses
+    it, so that its threads do not hold the cores after a read."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.log_severity_level = 3
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if not spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
 
 

@@ -84,7 +84,7 @@ class AnswerModel:
         tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
         tok.enable_truncation(MAX_TOKENS, strategy="longest_first")
         tok.no_padding()
-        return cls(cpu_session(ort, path, threads), tok)
+        return cls(cpu_session(ort, path, threads, spin=False), tok)
 
     def score(self, question: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """P(the sentence answers the question) for each (context, sentence), in order."""
