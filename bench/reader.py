@@ -30,7 +30,7 @@ import math
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,31 +40,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
 
 from _common import machine, percentile, shared_path, write_result
+from groundqa.gate.model import roc_auc
 from groundqa.read import holds, wanted
 from groundqa.read.model import MIN_ANSWER, MODEL_PATH, load_answer_model
 from groundqa.text import Analyzer
 
 Row = dict[str, Any]
 Scorer = Callable[[list[Row]], np.ndarray]
-
-
-def roc_auc(y: Sequence[int], s: Sequence[float]) -> float:
-    """Mann-Whitney AUC with ties counted half."""
-    y_arr, s_arr = np.asarray(y), np.asarray(s, dtype=np.float64)
-    pos, neg = s_arr[y_arr == 1], s_arr[y_arr == 0]
-    if not len(pos) or not len(neg):
-        return float("nan")
-    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
-    ranks = np.empty(len(order))
-    values = np.concatenate([pos, neg])[order]
-    i = 0
-    while i < len(values):  # average ranks over ties
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
 def model_scorer() -> Scorer:
@@ -135,7 +117,7 @@ def figures(rows: list[Row], scores: np.ndarray, cut: float | None) -> dict[str,
         "pairs": len(rows),
         "questions": len(best),
         "answerable": int(sum(answerable)),
-        "sentence_auc": round(roc_auc(y, scores), 4),
+        "sentence_auc": round(roc_auc(np.asarray(y), np.asarray(scores, dtype=np.float64)), 4),
         "mrr": round(float(np.mean(rr)), 4) if rr else None,
     }
     if 0 < sum(answerable) < len(answerable):

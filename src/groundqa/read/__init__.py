@@ -265,7 +265,7 @@ class Reader:
         model: AnswerModel, question: str, hits: Sequence[Hit], sentences: list[Sentence]
     ) -> list[Sentence]:
         """The sentences with the model's P(answers) as their score (ties: passage rank)."""
-        pairs = [(_title(hits[s.hit_index].chunk.breadcrumb), s.text) for s in sentences]
+        pairs = [(section_title(hits[s.hit_index].chunk.breadcrumb), s.text) for s in sentences]
         scores = model.score(question, pairs)
         return [
             replace(s, answer=round(float(p), 6), score=float(p) + 0.001 / (s.hit_index + 1))
@@ -273,7 +273,7 @@ class Reader:
         ]
 
 
-def _title(breadcrumb: str) -> str:
+def section_title(breadcrumb: str) -> str:
     """The innermost heading of a breadcrumb ("Guide > Transport > Tickets" -> "Tickets")."""
     return breadcrumb.rsplit(" > ", 1)[-1].strip()
 
@@ -287,5 +287,6 @@ __all__ = [
     "Sentence",
     "coverage",
     "holds",
+    "section_title",
     "wanted",
 ]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from groundqa.errors import UsageError
 from groundqa.models import Hit
 from groundqa.providers import GeneratorOptions
+from groundqa.read import section_title
 from groundqa.read.model import AnswerModel, load_answer_model
 from groundqa.retrieve.rerank import check_top_n, reorder
 from groundqa.text import split_sentences
@@ -38,7 +39,7 @@ class ReaderReranker:
         pairs: list[tuple[str, str]] = []
         owner: list[int] = []
         for i, hit in enumerate(hits):
-            title = hit.chunk.breadcrumb.rsplit(" > ", 1)[-1].strip()
+            title = section_title(hit.chunk.breadcrumb)
             for sentence in split_sentences(hit.chunk.text)[:MAX_SENTENCES]:
                 pairs.append((title, sentence))
                 owner.append(i)
