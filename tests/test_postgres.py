@@ -56,28 +56,41 @@ RETRIEVERS = [
 ]
 
 
+# Each server searches BM25 its own way: PostgreSQL 18 without pg_textsearch in SQL, the
+# pg_textsearch server through its BM25 index (see conftest); both must match the directory.
+SERVERS = {"sql": "pg_admin_url", "pg_textsearch": "pg_bm25_admin_url"}
+
+
+@pytest.fixture(scope="module", params=list(SERVERS))
+def server_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def module_db(pg_admin_url: str) -> Iterator[str]:
+def module_db(server_kind: str, request: pytest.FixtureRequest) -> Iterator[str]:
     from psycopg import sql
 
+    admin_url = request.getfixturevalue(SERVERS[server_kind])
     name = f"gq_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_admin_url, autocommit=True) as admin:
+    with psycopg.connect(admin_url, autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         try:
-            yield pg_database_url(pg_admin_url, name)
+            yield pg_database_url(admin_url, name)
         finally:
             admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture(scope="module")
 def pair(
-    module_db: str, tmp_path_factory: pytest.TempPathFactory
+    module_db: str, tmp_path_factory: pytest.TempPathFactory, server_kind: str
 ) -> Iterator[tuple[Engine, Engine]]:
     """The example corpus in an index directory and in PostgreSQL, MiniLM vectors in both."""
     folder = tmp_path_factory.mktemp("pgpair") / "idx"
     ingest([REGPACK], folder)
-    ingest([REGPACK], module_db)
+    report = ingest([REGPACK], module_db)
     local, shared = Engine.open(folder), Engine.open(module_db)
+    assert shared.store.lexical_engine["engine"] == server_kind
+    assert ("BM25: pg_textsearch 0.6" in report.message) == (server_kind == "pg_textsearch")
     yield local, shared
     shared.store.close()
 
@@ -374,7 +387,34 @@ def test_a_schema_from_a_newer_groundqa_is_refused_and_left_alone(
     with psycopg.connect(pg_url) as conn:
         versions = conn.execute("SELECT version FROM groundqa_schema ORDER BY version").fetchall()
         current = conn.execute("SELECT build_id FROM groundqa_current").fetchone()
-    assert versions == [(1,), (99,)] and current == (built.build_id,)
+    assert versions == [(1,), (2,), (99,)] and current == (built.build_id,)
+
+
+def test_a_store_at_schema_version_1_is_read_and_migrated_by_the_next_ingest(
+    pg_url: str, tmp_path: Path
+) -> None:
+    corpus = _copy_corpus(tmp_path)
+    built = ingest([corpus], pg_url, dense=None)
+    with psycopg.connect(pg_url) as conn:  # as the groundqa before the BM25 index left it
+        conn.execute("ALTER TABLE groundqa_builds DROP COLUMN bm25_index")
+        conn.execute("DELETE FROM groundqa_schema WHERE version = 2")
+    old = Engine.open(pg_url)
+    try:
+        assert old.manifest.build_id == built.build_id
+        assert old.store.lexical_engine["engine"] == "sql"
+        assert old.search("turbine setback", 5, retriever="bm25")
+    finally:
+        old.store.close()
+    (corpus / "extra.md").write_text("# Extra\n\nA new document about ferries.\n", "utf-8")
+    ingest([corpus], pg_url, dense=None)
+    with psycopg.connect(pg_url) as conn:
+        versions = conn.execute("SELECT version FROM groundqa_schema ORDER BY version").fetchall()
+    assert versions == [(1,), (2,)]
+    new = Engine.open(pg_url)
+    try:
+        assert new.search("ferries", 5, retriever="bm25")[0].chunk.doc_id.endswith("extra.md")
+    finally:
+        new.store.close()
 
 
 def test_a_database_that_goes_away_is_a_503_with_retry_after(

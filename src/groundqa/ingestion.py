@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -66,6 +67,7 @@ class IngestReport:
     seconds: float = 0.0
     timings_s: dict[str, float] = field(default_factory=dict)
     gate_note: str = ""  # set when the previous build's calibration could not be kept
+    lexical_note: str = ""  # how the store searches BM25, where it has a choice
 
     @property
     def message(self) -> str:
@@ -77,6 +79,8 @@ class IngestReport:
         if not self.changed:
             return f"index at {self.index_dir} is up to date ({what}); nothing to do"
         note = f"; {self.gate_note}" if self.gate_note else ""
+        if self.lexical_note:
+            note += f"; BM25: {self.lexical_note}"
         return f"built {self.index_dir} ({what}) in {self.seconds:.2f}s{note}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,6 +92,7 @@ class IngestReport:
             "findings": [f.to_dict() for f in self.findings],
             "seconds": round(self.seconds, 4),
             "timings_s": {k: round(v, 4) for k, v in self.timings_s.items()},
+            "lexical": self.lexical_note or None,
             "message": self.message,
         }
 
@@ -97,6 +102,10 @@ class IngestReport:
 # them costs nDCG@10 while section headings gain; `bench/retrieval.py` measures both
 # weights on natech, SciFact train and ObliQA dev (the "breadcrumb field" table).
 NO_HEADING_BOOST = frozenset({"beir", "obliqa"})
+
+# "off" makes an ingest into PostgreSQL skip the pg_textsearch index even where the server
+# has it (BM25 then runs in SQL, see `index.postgres.bm25`); "auto", the default, uses it.
+PG_BM25_ENV = "GROUNDQA_PG_BM25"
 
 
 # Vectors by default: the offline MiniLM, exact search below 100,000 chunks.
@@ -319,22 +328,20 @@ def _build(
             )
 
         t = time.perf_counter()
-        manifest = target.write(
-            BuildInput(
-                chunks=chunks,
-                documents=documents,
-                analyzer=analyzer,
-                bm25=bm25,
-                dense=dense,
-                embedder=embedder,
-                # Without the section path it reaches neither the body, the breadcrumb
-                # field (which then holds the title) nor the vectors; chunks keep it.
-                with_path=chunker.section_path,
-                make_manifest=make_manifest,
-                timings=timings,
-            ),
-            reporter,
+        build_input = BuildInput(
+            chunks=chunks,
+            documents=documents,
+            analyzer=analyzer,
+            bm25=bm25,
+            dense=dense,
+            embedder=embedder,
+            # Without the section path it reaches neither the body, the breadcrumb
+            # field (which then holds the title) nor the vectors; chunks keep it.
+            with_path=chunker.section_path,
+            make_manifest=make_manifest,
+            timings=timings,
         )
+        manifest = target.write(build_input, reporter)
         timings["write"] = (
             time.perf_counter() - t - sum(timings.get(k, 0.0) for k in ("index", "embed"))
         )
@@ -347,6 +354,7 @@ def _build(
         seconds=time.perf_counter() - started,
         timings_s=timings,
         gate_note=gate_note,
+        lexical_note=build_input.notes.get("lexical", ""),
     )
 
 
@@ -363,6 +371,8 @@ class BuildInput:
     with_path: bool
     make_manifest: Callable[[str, dict[str, Any]], Manifest]  # (build id or "", dense entry)
     timings: dict[str, float]
+    # What the store says of the build for the report, e.g. {"lexical": "pg_textsearch 0.6.1"}.
+    notes: dict[str, str] = field(default_factory=dict)
 
     def index_texts(self) -> list[str]:
         return [c.index_text(self.with_path) for c in self.chunks]
@@ -438,7 +448,7 @@ class _PostgresTarget:
     def __init__(self, url: str) -> None:
         from groundqa.index.postgres import PostgresTarget
 
-        self.target = PostgresTarget(url)
+        self.target = PostgresTarget(url, bm25=os.environ.get(PG_BM25_ENV) or "auto")
 
     @property
     def location(self) -> str:
@@ -469,9 +479,10 @@ class _PostgresTarget:
             progress=reporter.advance,
         )
         build.timings.update(stats.timings_s)
-        build.timings["index"] = stats.timings_s.get("index_lexical", 0.0) + stats.timings_s.get(
-            "index_vectors", 0.0
+        build.timings["index"] = sum(
+            stats.timings_s.get(k, 0.0) for k in ("index_lexical", "index_vectors", "index_bm25")
         )
+        build.notes["lexical"] = stats.lexical
         build.timings["copied_documents"] = float(stats.copied_documents)
         build.timings["embedded_chunks"] = float(stats.embedded_chunks)
         return manifest

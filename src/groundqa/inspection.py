@@ -32,6 +32,7 @@ class InspectReport:
     section_ids: list[str]
     acronyms: int = 0
     gate: str = ""
+    lexical: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -42,6 +43,7 @@ class InspectReport:
             "staleness": self.staleness,
             "acronyms": self.acronyms,
             "gate": self.gate,
+            "lexical_engine": self.lexical,
         }
 
 
@@ -83,4 +85,5 @@ def inspect_index(index_dir: str | Path) -> InspectReport:
         section_ids=sorted({c.section_id for c in chunks}),
         acronyms=len(loaded.acronyms),
         gate=gate_for(manifest.gate, manifest.fingerprint).describe(),
+        lexical=loaded.lexical_engine,
     )

@@ -213,6 +213,8 @@ def inspect(index_dir: str, sections: bool, as_json: bool) -> None:
     )
     out.print(f"chunker: {m.chunker}")
     out.print(f"lexical: {m.lexical}")
+    if report.lexical is not None:
+        out.print(f"BM25 search: {escape(report.lexical['note'])}")
     d = m.dense
     out.print(
         f"vectors: {d['embedder']} ({d['model_id']}, {d['dim']} dimensions, "

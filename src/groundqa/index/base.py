@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +64,12 @@ class Store(Protocol):
 
     @property
     def num_docs(self) -> int: ...
+
+    @property
+    def lexical_engine(self) -> dict[str, Any]:
+        """How BM25 is searched: `engine` (bm25s, pg_textsearch or sql), its `version` and a
+        `note` that says why, for `inspect` and `/health`."""
+        ...
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many chunks contain each term (0 for a term the corpus never uses)."""

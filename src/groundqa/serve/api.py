@@ -152,6 +152,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
                 "created_at": m.created_at,
                 "counts": dict(m.counts),
             },
+            "lexical": engine.store.lexical_engine,
             "retrievers": list(engine.retrievers),
             "default_retriever": engine.default_retriever,
             "generators": available_generators(),

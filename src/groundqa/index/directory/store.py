@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from groundqa.embed import Matrix
 from groundqa.errors import IndexCorruptError, UsageError
@@ -83,6 +84,10 @@ class DirectoryStore:
     @property
     def num_docs(self) -> int:
         return self.lexical.num_docs
+
+    @property
+    def lexical_engine(self) -> dict[str, Any]:
+        return {"engine": "bm25s", "version": None, "note": "bm25s in memory"}
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         return {t: self.lexical.df(t) for t in terms}

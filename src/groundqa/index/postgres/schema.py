@@ -1,11 +1,12 @@
 """The database side of the PostgreSQL store: connections, the schema and its SQL names.
 
     groundqa_schema          the schema version (a newer one is refused, never migrated down)
-    groundqa_builds          one row per build: its manifest, acronyms, corpus statistics and
-                             whether it is complete
+    groundqa_builds          one row per build: its manifest, acronyms, corpus statistics,
+                             its pg_textsearch indexes (if any) and whether it is complete
     groundqa_current         the one build that is served
     groundqa_chunks_<build>  the build's chunks (`create_build_tables`)
-    groundqa_lexical_<build> each chunk's term counts per field and their tsvector
+    groundqa_lexical_<build> each chunk's term counts per field and their tsvector, and where
+                             the server has pg_textsearch, the terms as text in BM25 indexes
     groundqa_terms_<build>   each term's document frequency, per field
 
 `MIGRATIONS` creates the three catalogue tables; each build's own tables are made by
@@ -34,7 +35,7 @@ from groundqa.errors import (
 from groundqa.index.manifest import Manifest
 from groundqa.models import Chunk
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CONNECT_TIMEOUT_S = 5
 
 
@@ -163,6 +164,8 @@ MIGRATIONS: list[str] = [
         LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
         RETURN ARRAY(SELECT jsonb_object_keys(counts));
     """,
+    # 2: a build records its pg_textsearch indexes (`bm25.Bm25Index`); NULL for none.
+    "ALTER TABLE groundqa_builds ADD COLUMN bm25_index jsonb",
 ]
 
 
@@ -217,6 +220,7 @@ class BuildInfo:
     manifest: Manifest
     acronyms: dict[str, str]
     stats: dict[str, float]
+    bm25_index: dict[str, Any] | None = None
 
 
 def _read_build(cur: Any, url: str, build_id: str | None = None) -> BuildInfo:
@@ -237,9 +241,10 @@ def _read_build(cur: Any, url: str, build_id: str | None = None) -> BuildInfo:
                 "stopped?); run `groundqa ingest SOURCE... --store URL`"
             )
         build_id = str(row[0])
+    bm25_column = "bm25_index" if version >= 2 else "NULL"
     cur.execute(
-        "SELECT chunk_table, lexical_table, terms_table, manifest, acronyms, stats, complete "
-        "FROM groundqa_builds WHERE build_id = %s",
+        "SELECT chunk_table, lexical_table, terms_table, manifest, acronyms, stats, complete, "
+        f"{bm25_column} FROM groundqa_builds WHERE build_id = %s",
         (build_id,),
     )
     found = cur.fetchone()
@@ -256,6 +261,7 @@ def _read_build(cur: Any, url: str, build_id: str | None = None) -> BuildInfo:
         Manifest.from_dict(found[3]),
         {str(k): str(v) for k, v in found[4].items()},
         {str(k): float(v) for k, v in found[5].items()},
+        found[7],
     )
 
 
@@ -290,9 +296,16 @@ def _columns(vectors: bool) -> list[str]:
 
 
 def create_build_tables(
-    cur: Any, chunk_table: str, lexical_table: str, terms_table: str, dim: int | None
+    cur: Any,
+    chunk_table: str,
+    lexical_table: str,
+    terms_table: str,
+    dim: int | None,
+    *,
+    bm25_text: bool = False,
 ) -> None:
-    """Create one build's three tables; `dim` is the vector column's size, None for none."""
+    """Create one build's three tables; `dim` is the vector column's size, None for none;
+    `bm25_text` adds the text columns pg_textsearch indexes (`bm25.bm25_text`)."""
     vector_col = f", embedding vector({dim})" if dim is not None else ""
     cur.execute(
         _sql(
@@ -313,8 +326,9 @@ def create_build_tables(
             "body tsvector GENERATED ALWAYS AS "
             "(array_to_tsvector(groundqa_terms(body_tf))) STORED, "
             "head tsvector GENERATED ALWAYS AS "
-            "(array_to_tsvector(groundqa_terms(head_tf))) STORED) "
-            "WITH (toast_tuple_target = 8160)",
+            "(array_to_tsvector(groundqa_terms(head_tf))) STORED"
+            + (", body_terms text, head_terms text" if bm25_text else "")
+            + ") WITH (toast_tuple_target = 8160)",
             t=lexical_table,
         )
     )

@@ -1,9 +1,13 @@
 """Reading one build out of PostgreSQL: the `Store` the query side runs on.
 
-A search is one SQL round trip: the GIN index finds the chunks that hold a query term,
-and BM25 (Lucene idf, the formula bm25s uses) is summed from their term counts; vectors
-are compared exactly, or through HNSW; the retriever fuses the two lists for hybrid.
-The SQL of each search is built here, beside the code that reads its rows.
+BM25 runs one of two ways. Where the build has pg_textsearch indexes and the server can
+still read them (`bm25.check`), they propose candidates and SQL scores those exactly
+(`bm25` says why that is exact). Otherwise a search is one SQL round trip: the GIN index
+finds the chunks that hold a query term, and BM25 (Lucene idf, the formula bm25s uses) is
+summed from their term counts, which is exhaustive and suits corpora up to about 100k
+chunks. `lexical_engine` says which runs and why. Vectors are compared exactly, or through
+HNSW; the retriever fuses the two lists for hybrid. The SQL of each search is built here,
+beside the code that reads its rows.
 
 This module only reads: it opens the build that is current when the store is opened and
 keeps to it (`reopen` moves to a newer one), refuses a build that is incomplete or whose
@@ -29,6 +33,7 @@ from groundqa.errors import (
 )
 from groundqa.index.base import Mask, Ranked
 from groundqa.index.manifest import Manifest
+from groundqa.index.postgres import bm25
 from groundqa.index.postgres.schema import (
     CONNECT_TIMEOUT_S,
     BuildInfo,
@@ -45,12 +50,26 @@ from groundqa.index.postgres.schema import (
 from groundqa.models import Chunk
 
 POOL_SIZE = 8
+# How many candidates each pg_textsearch list proposes at first, per result asked for; a
+# list is made four times deeper until the top k is certain (see `bm25`).
+PROPOSE_PER_RESULT = 2
+PROPOSE_MIN = 20
+SQL_BM25_NOTE = "exhaustive BM25 in SQL over the GIN index; suits up to about 100k chunks"
 
 
 class PostgresStore:
     """One complete build in PostgreSQL, opened for queries through a connection pool."""
 
-    def __init__(self, url: str, info: BuildInfo, pool: Any, *, ann: str = "auto") -> None:
+    def __init__(
+        self,
+        url: str,
+        info: BuildInfo,
+        pool: Any,
+        *,
+        ann: str = "auto",
+        bm25_index: bm25.Bm25Index | None = None,
+        lexical_note: str = SQL_BM25_NOTE,
+    ) -> None:
         self.url = url
         self.info = info
         self._pool = pool
@@ -62,15 +81,22 @@ class PostgresStore:
         self.k1 = float(lexical.get("k1", 1.5))
         self.b = float(lexical.get("b", 0.75))
         self._heading_weight = float(info.stats.get("heading_weight", 0.0))
+        self._bm25 = bm25_index
+        self._lexical_note = lexical_note
+        self.bm25_wanted = True
 
     @classmethod
-    def open(cls, url: str, *, ann: str = "auto", pool_size: int = POOL_SIZE) -> PostgresStore:
+    def open(
+        cls, url: str, *, ann: str = "auto", pool_size: int = POOL_SIZE, bm25_index: bool = True
+    ) -> PostgresStore:
         """The build current now; `ann` is auto (HNSW past the build's `ann_threshold`),
-        always, or never (exact search)."""
+        always, or never (exact search); `bm25_index` False searches BM25 in SQL even
+        where the build has a pg_textsearch index."""
         if ann not in ("auto", "always", "never"):
             raise UsageError(f"ann must be auto, always or never, not {ann!r}")
         with connect(url) as conn, conn.cursor() as cur:
             info = _read_build(cur, url)
+            index, note = _usable_bm25(cur, info, wanted=bm25_index)
         from psycopg_pool import ConnectionPool
 
         pool = ConnectionPool(
@@ -89,7 +115,9 @@ class PostgresStore:
             open=True,
             name="groundqa",
         )
-        return cls(url, info, pool, ann=ann)
+        store = cls(url, info, pool, ann=ann, bm25_index=index, lexical_note=note)
+        store.bm25_wanted = bm25_index
+        return store
 
     # -- Store protocol
 
@@ -116,6 +144,17 @@ class PostgresStore:
     @property
     def num_docs(self) -> int:
         return int(self.info.manifest.counts.get("chunks", 0))
+
+    @property
+    def lexical_engine(self) -> dict[str, Any]:
+        """How BM25 is searched here, and why: for `inspect` and `/health`."""
+        if self._bm25 is not None:
+            return {
+                "engine": bm25.EXTENSION,
+                "version": self._bm25.version,
+                "note": f"{bm25.EXTENSION} {self._bm25.version} BM25 index proposes, SQL scores",
+            }
+        return {"engine": "sql", "version": None, "note": self._lexical_note}
 
     @property
     def chunks(self) -> list[Chunk]:
@@ -179,10 +218,92 @@ class PostgresStore:
     def lexical_search(self, terms: Sequence[str], k: int, allowed: Mask = None) -> Ranked:
         if k <= 0 or not any(terms):
             return []
-        query, params = self._lexical_sql(terms, k, allowed)
+        rows = None if allowed is None else np.flatnonzero(allowed).astype(np.int32).tolist()
+        if self._bm25 is not None:
+            return self._indexed_search(self._bm25, terms, k, rows)
+        return self._scored(terms, k, rows, match=True)
+
+    def _scored(
+        self, terms: Sequence[str], k: int, rows: list[int] | None, *, match: bool
+    ) -> Ranked:
+        query, params = self._lexical_sql(terms, k, rows, match=match)
         with self._cursor() as cur:
             cur.execute(query, params)
             return [(int(r), float(s)) for r, s in cur.fetchall()]
+
+    def _indexed_search(
+        self, index: bm25.Bm25Index, terms: Sequence[str], k: int, rows: list[int] | None
+    ) -> Ranked:
+        """The top k by exact BM25, from candidates the pg_textsearch indexes propose."""
+        counts = Counter(t for t in terms if t)
+        most = max(counts.values())
+        heading = self._heading_weight if index.head is not None else 0.0
+        stats = self.info.stats
+        scale_body = bm25.scale(self.k1, self.b, stats.get("avgdl_body", 1.0))
+        scale_head = bm25.scale(self.k1, self.b, stats.get("avgdl_head", 1.0))
+        depth = max(PROPOSE_PER_RESULT * k, PROPOSE_MIN)
+        while True:
+            body, head = self._propose(index, bm25.query_text(list(counts)), depth, rows)
+            candidates = sorted({r for r, _ in body} | {r for r, _ in head})
+            # What a chunk neither list proposed can score at most: a list that came back
+            # short, or with a zero, holds every chunk with a positive score.
+            last_body = body[-1][1] if len(body) == depth else 0.0
+            last_head = head[-1][1] if len(head) == depth and heading > 0 else 0.0
+            bound = most * (scale_body * last_body + heading * scale_head * last_head)
+            exact = self._scored(terms, max(k, len(candidates)), candidates, match=False)
+            if (
+                bound <= 0
+                or (len(exact) >= k and exact[k - 1][1] > bound * (1 + 1e-6))
+                or depth >= self.num_docs
+            ):
+                return exact[:k]
+            depth *= 4
+
+    def _propose(
+        self, index: bm25.Bm25Index, text: str, depth: int, rows: list[int] | None
+    ) -> tuple[Ranked, Ranked]:
+        """The best `depth` allowed chunks by pg_textsearch's score, per field, best first;
+        chunks that score zero are left out."""
+        statement, params = self._propose_sql(index, text, depth, rows)
+        found: tuple[Ranked, Ranked] = ([], [])
+        with self._cursor() as cur:
+            cur.execute(statement, params)
+            for field, row, score in cur.fetchall():
+                if score > 0:  # a sequential scan would rank rows that match nothing last
+                    found[int(field)].append((int(row), float(score)))
+        return found
+
+    def _propose_sql(
+        self, index: bm25.Bm25Index, text: str, depth: int, rows: list[int] | None
+    ) -> tuple[Any, dict[str, Any]]:
+        """One statement: the body list, then (with a heading weight) the heading list."""
+        from psycopg import sql
+
+        params: dict[str, Any] = {"q": text, "depth": depth, "body": index.body}
+        where = sql.SQL("")
+        if rows is not None:
+            params["rows"] = rows
+            where = sql.SQL(" WHERE row = ANY(%(rows)s::int4[])")
+        one = (
+            "(SELECT {field} AS field, row, -({column} <@> to_bm25query(%(q)s, {name})) AS score"
+            " FROM {table}{where} ORDER BY {column} <@> to_bm25query(%(q)s, {name})"
+            " LIMIT %(depth)s)"
+        )
+        parts = [("body_terms", "body", 0)]
+        if index.head is not None and self._heading_weight > 0:
+            params["head"] = index.head
+            parts.append(("head_terms", "head", 1))
+        statement = sql.SQL(" UNION ALL ").join(
+            sql.SQL(one).format(
+                field=sql.Literal(field),
+                column=sql.Identifier(column),
+                name=sql.Placeholder(name),
+                table=sql.Identifier(self.info.lexical_table),
+                where=where,
+            )
+            for column, name, field in parts
+        )
+        return statement, params
 
     def vector_search(
         self, query: Matrix, k: int, allowed: Mask = None, *, exact: bool = False
@@ -214,7 +335,12 @@ class PostgresStore:
         return "" if row is None else str(row[0])
 
     def reopen(self) -> PostgresStore:
-        return PostgresStore.open(self.url, ann=self.ann, pool_size=self._pool.max_size)
+        return PostgresStore.open(
+            self.url,
+            ann=self.ann,
+            pool_size=self._pool.max_size,
+            bm25_index=self.bm25_wanted,
+        )
 
     def close(self) -> None:
         self._pool.close()
@@ -238,8 +364,10 @@ class PostgresStore:
             ) from None
 
     def _lexical_sql(
-        self, terms: Sequence[str], k: int, allowed: Mask
+        self, terms: Sequence[str], k: int, rows: list[int] | None, *, match: bool = True
     ) -> tuple[Any, dict[str, Any]]:
+        """BM25 of the chunks in `rows` (all when None); `match` finds them through the GIN
+        index of their terms, where False reads the rows by key (a short candidate list)."""
         from psycopg import sql
 
         counts = Counter(t for t in terms if t)
@@ -255,10 +383,13 @@ class PostgresStore:
             "hw": self._heading_weight,
             "lex_k": k,
         }
-        filter_sql = sql.SQL("")
-        if allowed is not None:
-            params["lex_allowed"] = np.flatnonzero(allowed).astype(np.int32).tolist()
-            filter_sql = sql.SQL(" AND c.row = ANY(%(lex_allowed)s::int4[])")
+        conditions = [sql.SQL("c.body @@ %(tsq)s::tsquery")] if match else []
+        if rows is not None:
+            params["lex_allowed"] = rows
+            conditions.append(sql.SQL("c.row = ANY(%(lex_allowed)s::int4[])"))
+        filter_sql = (
+            sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conditions) if conditions else sql.SQL("")
+        )
         heading = sql.SQL("")
         if self._heading_weight > 0:
             heading = sql.SQL(
@@ -280,7 +411,7 @@ class PostgresStore:
             " FROM {chunks} c CROSS JOIN q CROSS JOIN LATERAL (SELECT"
             "  coalesce((c.body_tf ->> q.term)::float8, 0) AS tf_b,"
             "  coalesce((c.head_tf ->> q.term)::float8, 0) AS tf_h) f"
-            " WHERE c.body @@ %(tsq)s::tsquery{filter}"
+            "{filter}"
             " GROUP BY c.row HAVING sum(f.tf_b) > 0"
             " ORDER BY score DESC, c.row LIMIT %(lex_k)s"
         ).format(
@@ -338,6 +469,24 @@ class PostgresStore:
             cur.execute("SELECT set_config('enable_seqscan', 'off', true)")
         else:
             cur.execute("SELECT set_config('enable_indexscan', 'off', true)")
+
+
+def _usable_bm25(cur: Any, info: BuildInfo, *, wanted: bool) -> tuple[bm25.Bm25Index | None, str]:
+    """The build's pg_textsearch index if this server can search it, and a note on how BM25
+    runs here (with the reason when it runs in SQL)."""
+    if info.bm25_index is None:
+        return None, f"{SQL_BM25_NOTE} (the build has no {bm25.EXTENSION} index)"
+    try:
+        index = bm25.Bm25Index.from_dict(info.bm25_index)
+    except (KeyError, TypeError, ValueError):
+        return None, f"{SQL_BM25_NOTE} (the build's record of its BM25 index is unreadable)"
+    if not wanted:
+        return None, f"{SQL_BM25_NOTE} (the {bm25.EXTENSION} index is turned off here)"
+    manifest = info.manifest.lexical
+    reason = bm25.check(cur, index, float(manifest.get("k1", 1.5)), float(manifest.get("b", 0.75)))
+    if reason is not None:
+        return None, f"{SQL_BM25_NOTE}, because {reason}"
+    return index, ""
 
 
 def read_current_manifest(url: str) -> Manifest:

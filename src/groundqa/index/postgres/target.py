@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from groundqa.embed import Embedder
-from groundqa.errors import IndexCorruptError, IndexLockedError, IndexMissingError
+from groundqa.errors import IndexCorruptError, IndexLockedError, IndexMissingError, UsageError
 from groundqa.index.manifest import Manifest
+from groundqa.index.postgres import bm25
 from groundqa.index.postgres.schema import (
     BuildInfo,
     _columns,
@@ -55,9 +56,19 @@ LOCK_KEY = 0x67726F756E647161
 HNSW_BUILD_MEMORY_KB = 4 * 1024 * 1024
 
 
+def _counts(terms: Sequence[str]) -> dict[str, int]:
+    return dict(Counter(t for t in terms if t))
+
+
 def term_counts(terms: Sequence[str]) -> str:
     """A field's terms as the JSON object of counts the store keeps."""
-    return json.dumps(Counter(t for t in terms if t), ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(_counts(terms), ensure_ascii=False, separators=(",", ":"))
+
+
+def _lexical_columns(bm25_text: bool) -> list[str]:
+    """The lexical table's columns an ingest writes, in order."""
+    base = ["row", "body_len", "head_len", "body_tf", "head_tf"]
+    return base + (["body_terms", "head_terms"] if bm25_text else [])
 
 
 def _content_hash(*parts: str) -> str:
@@ -77,13 +88,26 @@ class WriteStats:
     embedded_chunks: int = 0
     reused_vectors: int = 0
     timings_s: dict[str, float] = field(default_factory=dict)
+    # How the build's BM25 is searched: "pg_textsearch 0.6.1 index", or why it runs in SQL.
+    lexical: str = ""
+
+
+BM25_MODES = ("auto", "off")
 
 
 class PostgresTarget:
-    """Writes builds into a database; `lock` first, then `current_manifest` and `write`."""
+    """Writes builds into a database; `lock` first, then `current_manifest` and `write`.
 
-    def __init__(self, url: str) -> None:
+    `bm25` is "auto" (a pg_textsearch index when the server has the extension) or "off"
+    (BM25 in SQL only)."""
+
+    def __init__(self, url: str, *, bm25: str = "auto") -> None:
+        if bm25 not in BM25_MODES:
+            raise UsageError(
+                f"the BM25 index mode must be one of {', '.join(BM25_MODES)}, not {bm25!r}"
+            )
         self.url = url
+        self.bm25 = bm25
         self._conn: Any = None
 
     @property
@@ -166,6 +190,8 @@ class PostgresTarget:
         served = self._current()
         previous = self._reusable(served, manifest, embedder)
         dim = int(embedder.embed(["dimension probe"]).shape[1]) if embedder else 0
+        version, note = bm25.enable(conn) if self.bm25 == "auto" else (None, "turned off")
+        stats.lexical = f"{note} index" if version is not None else f"in SQL, no index ({note})"
         with conn.cursor() as cur:
             cur.execute(
                 "INSERT INTO groundqa_builds (build_id, chunk_table, lexical_table, terms_table, "
@@ -173,7 +199,12 @@ class PostgresTarget:
                 (build_id, chunk_table, lexical_table, terms_table, json.dumps(manifest.to_dict())),
             )
             create_build_tables(
-                cur, chunk_table, lexical_table, terms_table, dim if embedder else None
+                cur,
+                chunk_table,
+                lexical_table,
+                terms_table,
+                dim if embedder else None,
+                bm25_text=version is not None,
             )
         conn.commit()
 
@@ -183,7 +214,7 @@ class PostgresTarget:
         if previous is not None:
             t = time.perf_counter()
             copied = self._copy_unchanged(
-                previous, chunk_table, lexical_table, chunks, doc_hashes, rows
+                previous, chunk_table, lexical_table, chunks, doc_hashes, rows, version is not None
             )
             stats.copied_documents = len(copied)
             stats.timings_s["copy"] = time.perf_counter() - t
@@ -231,17 +262,20 @@ class PostgresTarget:
                     if embedder is not None:
                         record.append(vector)
                     copy.write_row(record)
-                    lexical_rows.append(
-                        (
-                            rows[chunk.chunk_id],
-                            len(body),
-                            len(head),
-                            term_counts(body),
-                            term_counts(head),
-                        )
-                    )
+                    body_counts, head_counts = _counts(body), _counts(head)
+                    lexical_row = [
+                        rows[chunk.chunk_id],
+                        len(body),
+                        len(head),
+                        json.dumps(body_counts, ensure_ascii=False, separators=(",", ":")),
+                        json.dumps(head_counts, ensure_ascii=False, separators=(",", ":")),
+                    ]
+                    if version is not None:
+                        lexical_row += [bm25.bm25_text(body_counts), bm25.bm25_text(head_counts)]
+                    lexical_rows.append(lexical_row)
             lexical_copy = _sql(
-                "COPY {t} (row, body_len, head_len, body_tf, head_tf) FROM STDIN", t=lexical_table
+                "COPY {t} (" + ", ".join(_lexical_columns(version is not None)) + ") FROM STDIN",
+                t=lexical_table,
             )
             with conn.cursor() as cur, cur.copy(lexical_copy) as copy:
                 for lexical_row in lexical_rows:
@@ -327,15 +361,28 @@ class PostgresTarget:
                 # bm25s builds no breadcrumb index when no chunk has breadcrumb terms.
                 "heading_weight": heading_weight if max_head > 0 else 0.0,
             }
+            index = None
+            if version is not None:
+                t = time.perf_counter()
+                index = bm25.Bm25Index(
+                    version=version,
+                    body=_table("bm25b", build_id),
+                    head=_table("bm25h", build_id) if store_stats["heading_weight"] > 0 else None,
+                    k1=float(manifest.lexical.get("k1", 1.5)),
+                    b=float(manifest.lexical.get("b", 0.75)),
+                )
+                bm25.create_indexes(cur, lexical_table, index.body, index.head, index.k1, index.b)
+                stats.timings_s["index_bm25"] = time.perf_counter() - t
             stats.timings_s["total"] = time.perf_counter() - started
             final = make_manifest(build_id, dense)
             cur.execute(
                 "UPDATE groundqa_builds SET manifest = %s, acronyms = %s, stats = %s, "
-                "complete = true WHERE build_id = %s",
+                "bm25_index = %s, complete = true WHERE build_id = %s",
                 (
                     json.dumps(final.to_dict()),
                     json.dumps(acronyms, ensure_ascii=False),
                     json.dumps(store_stats),
+                    None if index is None else json.dumps(index.to_dict()),
                     build_id,
                 ),
             )
@@ -375,8 +422,11 @@ class PostgresTarget:
         chunks: Sequence[Chunk],
         doc_hashes: dict[str, str],
         rows: dict[str, int],
+        bm25_text: bool,
     ) -> set[str]:
-        """Copy the chunks of documents whose content hash is unchanged, with new row numbers."""
+        """Copy the chunks of documents whose content hash is unchanged, with new row numbers;
+        their index text for pg_textsearch too (`bm25_text`), made here when the previous
+        build has none."""
         with self._conn.cursor() as cur:
             cur.execute(_sql("SELECT DISTINCT doc_id, doc_hash FROM {t}", t=previous.chunk_table))
             unchanged = {d for d, h in cur.fetchall() if doc_hashes.get(d) == h}
@@ -410,15 +460,37 @@ class PostgresTarget:
                     old=previous.chunk_table,
                 )
             )
+            columns = _lexical_columns(bm25_text and previous.bm25_index is not None)
             cur.execute(
                 _sql(
-                    "INSERT INTO {new} (row, body_len, head_len, body_tf, head_tf) "
-                    "SELECT m.new_row, l.body_len, l.head_len, l.body_tf, l.head_tf "
-                    "FROM {old} l JOIN groundqa_moves m ON m.old_row = l.row",
+                    "INSERT INTO {new} ("
+                    + ", ".join(columns)
+                    + ") SELECT m.new_row, "
+                    + ", ".join(f"l.{c}" for c in columns[1:])
+                    + " FROM {old} l JOIN groundqa_moves m ON m.old_row = l.row",
                     new=lexical_table,
                     old=previous.lexical_table,
                 )
             )
+            if bm25_text and previous.bm25_index is None:
+                cur.execute(
+                    _sql(
+                        "SELECT row, body_tf, head_tf FROM {t} WHERE row = ANY(%s)",
+                        t=lexical_table,
+                    ),
+                    (mapping[1],),
+                )
+                texts = [
+                    (bm25.bm25_text(body), bm25.bm25_text(head), row)
+                    for row, body, head in cur.fetchall()
+                ]
+                cur.executemany(
+                    _sql(
+                        "UPDATE {t} SET body_terms = %s, head_terms = %s WHERE row = %s",
+                        t=lexical_table,
+                    ),
+                    texts,
+                )
         self._conn.commit()
         return unchanged
 
