@@ -69,9 +69,9 @@ def built(pg_bm25_admin_url: str, tmp_path_factory: pytest.TempPathFactory) -> I
             admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-def _plan(store: PostgresStore, rows: list[int] | None) -> str:
+def _plan(store: PostgresStore, field: int, rows: list[int] | None) -> str:
     assert store._bm25 is not None
-    statement, params = store._propose_sql(store._bm25, "wbaa wcaa", 20, rows)
+    statement, params = store._propose_sql(store._bm25, field, "wbaa wcaa", 20, rows)
     with psycopg.connect(store.url) as conn:
         lines = conn.execute(psycopg.sql.SQL("EXPLAIN ") + statement, params).fetchall()
     return "\n".join(line for (line,) in lines)
@@ -121,10 +121,10 @@ def test_indexed_search_equals_exhaustive_sql_for_any_query_k_and_filter(
         index = indexed._bm25
         assert index is not None and index.head is not None
         for rows in (None, list(range(0, n, 7))):
-            plan = _plan(indexed, rows)
-            assert f"Index Scan using {index.body}" in plan
-            assert f"Index Scan using {index.head}" in plan
-        assert max(rounds) > 1 and Counter(rounds)[1] > len(rounds) // 3
+            assert f"Index Scan using {index.body}" in _plan(indexed, 0, rows)
+            assert f"Index Scan using {index.head}" in _plan(indexed, 1, rows)
+        # (one list per field a round: two calls settle most queries at once)
+        assert max(rounds) > 2 and Counter(rounds)[2] > len(rounds) // 3
     finally:
         indexed.close()
         exhaustive.close()

@@ -17,11 +17,11 @@ Its scores are not quite ours, in three ways, and the search is exact all the sa
 So pg_textsearch only *proposes* candidates, the best `depth` of the body field and of the
 heading field, and each candidate is scored exactly by the SQL BM25 of `store` (the same
 formula and float32 rounding as the index directory). A chunk that neither list proposed
-scores at most `bound`: each field's score of the last candidate, scaled by `scale` (the
-most our score can be per unit of its, given the filler), times the largest query term
-count. When the k-th exact score is above that bound the top k is certain; otherwise the
-lists are deepened. Filters and scopes are a WHERE clause on both lists, so they apply
-before the top k.
+scores at most the sum over fields of `bound`: that field's score of the last candidate,
+scaled by `scale` (the most our score can be per unit of its, given the filler), times
+the largest query term count. When the k-th exact score is above that sum the top k is
+certain; otherwise the lists are deepened (this is Fagin's threshold algorithm). Filters
+and scopes are a WHERE clause on both lists, so they apply before the top k.
 
 This module reads the server's extension and writes nothing but the build's two indexes;
 a build made without the extension, or a server that lost it, is searched by SQL alone.
@@ -113,6 +113,13 @@ def scale(k1: float, b: float, avgdl: float) -> float:
     c = k1 * b / (max(avgdl, 0.0) + 1.0)
     y = 1.0 + k1 * (1.0 - b) + c
     return y / ((k1 + 1.0) * (y - c))
+
+
+def bound(field_bound: float, counts: Mapping[str, int]) -> float:
+    """The most a chunk can score in one field for a query whose terms repeat (`counts`),
+    when its score for the distinct terms is at most `field_bound`: a repeated term counts
+    each time, so at most the largest count times it."""
+    return max(counts.values(), default=0) * field_bound
 
 
 # ------------------------------------------------------------------ the server's extension

@@ -236,72 +236,83 @@ class PostgresStore:
     ) -> Ranked:
         """The top k by exact BM25, from candidates the pg_textsearch indexes propose."""
         counts = Counter(t for t in terms if t)
-        most = max(counts.values())
         heading = self._heading_weight if index.head is not None else 0.0
         stats = self.info.stats
-        scale_body = bm25.scale(self.k1, self.b, stats.get("avgdl_body", 1.0))
-        scale_head = bm25.scale(self.k1, self.b, stats.get("avgdl_head", 1.0))
-        depth = max(PROPOSE_PER_RESULT * k, PROPOSE_MIN)
+        scale = (
+            bm25.scale(self.k1, self.b, stats.get("avgdl_body", 1.0)),
+            heading * bm25.scale(self.k1, self.b, stats.get("avgdl_head", 1.0)),
+        )
+        text = bm25.query_text(list(counts))
+        start = max(PROPOSE_PER_RESULT * k, PROPOSE_MIN)
+        depths = [start, start if heading > 0 else 0]
+        lists: dict[int, list[int]] = {}
+        last = [0.0, 0.0]
+        scored: dict[int, float] = {}
         while True:
-            body, head = self._propose(index, bm25.query_text(list(counts)), depth, rows)
-            candidates = sorted({r for r, _ in body} | {r for r, _ in head})
-            # What a chunk neither list proposed can score at most: a list that came back
-            # short, or with a zero, holds every chunk with a positive score.
-            last_body = body[-1][1] if len(body) == depth else 0.0
-            last_head = head[-1][1] if len(head) == depth and heading > 0 else 0.0
-            bound = most * (scale_body * last_body + heading * scale_head * last_head)
-            exact = self._scored(terms, max(k, len(candidates)), candidates, match=False)
-            if (
-                bound <= 0
-                or (len(exact) >= k and exact[k - 1][1] > bound * (1 + 1e-6))
-                or depth >= self.num_docs
-            ):
-                return exact[:k]
-            depth *= 4
+            for f, depth in enumerate(depths):
+                if depth and len(lists.get(f, ())) < depth:
+                    lists[f], last[f] = self._propose(index, f, text, depth, rows)
+            new = sorted({r for ranked in lists.values() for r in ranked} - scored.keys())
+            if new:
+                scored.update(dict.fromkeys(new, 0.0))
+                scored.update(self._scored(terms, len(new), new, match=False))
+            # What a chunk no list proposed can score at most, per field (`bm25.bound`).
+            part = [bm25.bound(scale[f] * last[f], counts) for f in range(2)]
+            bound = sum(part)
+            ranked = sorted(
+                ((r, s) for r, s in scored.items() if s > 0), key=lambda x: (-x[1], x[0])
+            )
+            if bound <= 0 or (len(ranked) >= k and ranked[k - 1][1] > bound * (1 + 1e-6)):
+                return ranked[:k]
+            # Deepen the list that leaves the most room, and the other too when it leaves
+            # at least half as much.
+            for f in range(2):
+                if last[f] > 0 and part[f] >= max(part) / 2:
+                    depths[f] = min(depths[f] * 2, self.num_docs + 1)
 
     def _propose(
-        self, index: bm25.Bm25Index, text: str, depth: int, rows: list[int] | None
-    ) -> tuple[Ranked, Ranked]:
-        """The best `depth` allowed chunks by pg_textsearch's score, per field, best first;
-        chunks that score zero are left out."""
-        statement, params = self._propose_sql(index, text, depth, rows)
-        found: tuple[Ranked, Ranked] = ([], [])
+        self, index: bm25.Bm25Index, field: int, text: str, depth: int, rows: list[int] | None
+    ) -> tuple[list[int], float]:
+        """The best `depth` allowed chunks of one field (0 body, 1 heading) by pg_textsearch's
+        score, best first, and the score of the last when the list is full (else 0: a short
+        list holds every chunk that scores in that field).
+
+        Scores are not read for the whole list: pg_textsearch computes a score in the
+        select list anew from the text, which costs more than the index scan itself."""
+        statement, params = self._propose_sql(index, field, text, depth, rows)
         with self._cursor() as cur:
             cur.execute(statement, params)
-            for field, row, score in cur.fetchall():
-                if score > 0:  # a sequential scan would rank rows that match nothing last
-                    found[int(field)].append((int(row), float(score)))
-        return found
+            found = [int(r) for (r,) in cur.fetchall()]
+            if len(found) < depth:
+                return found, 0.0
+            cur.execute(
+                _sql(
+                    "SELECT -({c} <@> to_bm25query(%(q)s, %(name)s)) FROM {t} WHERE row = %(row)s",
+                    c=params["column"],
+                    t=self.info.lexical_table,
+                ),
+                {"q": text, "name": params["name"], "row": found[-1]},
+            )
+            return found, float(cur.fetchone()[0])
 
     def _propose_sql(
-        self, index: bm25.Bm25Index, text: str, depth: int, rows: list[int] | None
+        self, index: bm25.Bm25Index, field: int, text: str, depth: int, rows: list[int] | None
     ) -> tuple[Any, dict[str, Any]]:
-        """One statement: the body list, then (with a heading weight) the heading list."""
         from psycopg import sql
 
-        params: dict[str, Any] = {"q": text, "depth": depth, "body": index.body}
+        column, name = ("body_terms", index.body) if field == 0 else ("head_terms", index.head)
+        params: dict[str, Any] = {"q": text, "name": name, "depth": depth, "column": column}
         where = sql.SQL("")
         if rows is not None:
             params["rows"] = rows
             where = sql.SQL(" WHERE row = ANY(%(rows)s::int4[])")
-        one = (
-            "(SELECT {field} AS field, row, -({column} <@> to_bm25query(%(q)s, {name})) AS score"
-            " FROM {table}{where} ORDER BY {column} <@> to_bm25query(%(q)s, {name})"
-            " LIMIT %(depth)s)"
-        )
-        parts = [("body_terms", "body", 0)]
-        if index.head is not None and self._heading_weight > 0:
-            params["head"] = index.head
-            parts.append(("head_terms", "head", 1))
-        statement = sql.SQL(" UNION ALL ").join(
-            sql.SQL(one).format(
-                field=sql.Literal(field),
-                column=sql.Identifier(column),
-                name=sql.Placeholder(name),
-                table=sql.Identifier(self.info.lexical_table),
-                where=where,
-            )
-            for column, name, field in parts
+        statement = sql.SQL(
+            "SELECT row FROM {table}{where} ORDER BY {column} <@> to_bm25query(%(q)s, %(name)s)"
+            " LIMIT %(depth)s"
+        ).format(
+            table=sql.Identifier(self.info.lexical_table),
+            where=where,
+            column=sql.Identifier(column),
         )
         return statement, params
 
