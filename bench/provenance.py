@@ -190,6 +190,11 @@ BENCHMARKS: dict[str, Benchmark] = {
         "bench/postgres_eval.py",
         (*ASK, *EMBED, *EVALUATE, *SERVE, "bench/dense.py", "tests/pgserver.py", *REGPACK),
     ),
+    "pg_bm25": Benchmark(
+        "BM25 inside PostgreSQL: pg_textsearch's index against exhaustive SQL",
+        "bench/pg_bm25.py",
+        (*ASK, *EVALUATE, "bench/scale.py", "bench/retrieval.py", "tests/pgserver.py", *REGPACK),
+    ),
     "postgres_load": Benchmark(
         "PostgreSQL store: API throughput with several workers",
         "bench/postgres_load.py",

@@ -24,6 +24,7 @@ import generation
 import intent
 import pdf
 import pdf_headings
+import pg_bm25
 import pipeline
 import postgres_eval
 import postgres_load
@@ -57,6 +58,7 @@ def main() -> int:
     serve_load.run()
     routes.run()
     postgres_eval.run()
+    pg_bm25.run()
     postgres_load.run()
     scale.run()
     audit.run()

@@ -330,3 +330,47 @@ def test_defs_lifts_the_passage_that_defines_the_term(tmp_path: Path) -> None:
     assert [h.chunk.chunk_id for h in engine.retrieve(other, k=2, retriever="bm25+defs")] == [
         h.chunk.chunk_id for h in engine.retrieve(other, k=2, retriever="bm25")
     ]
+
+
+def test_an_edit_embeds_only_the_changed_chunks_and_answers_as_a_fresh_build(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(REGPACK, corpus)
+    index = tmp_path / "idx"
+    first = ingest([corpus], index)
+    chunks = first.counts["chunks"]
+    assert first.timings_s["embedded_chunks"] == chunks  # nothing to reuse the first time
+    assert "kept their vectors" not in first.message
+    changed = sorted(corpus.glob("*.md"))[0]
+    changed.write_text(
+        changed.read_text("utf-8") + "\n\nA new closing paragraph about heron nesting sites.\n",
+        "utf-8",
+    )
+    second = ingest([corpus], index)
+    embedded = int(second.timings_s["embedded_chunks"])
+    assert 1 <= embedded <= 3  # the changed document's changed chunks only
+    assert second.timings_s["reused_vectors"] == second.counts["chunks"] - embedded
+    assert f"embedded {embedded} of {second.counts['chunks']} chunks" in second.message
+
+    fresh = tmp_path / "fresh"
+    ingest([corpus], fresh)
+    updated, rebuilt = Engine.open(index), Engine.open(fresh)
+    assert updated.store.vectors is not None and rebuilt.store.vectors is not None
+    assert np.allclose(updated.store.vectors.vectors, rebuilt.store.vectors.vectors, atol=1e-5)
+    for question in ["heron nesting sites", "turbine setback from a dwelling"]:
+        a = [h.chunk.chunk_id for h in updated.search(question, 10, retriever="dense")]
+        assert a == [h.chunk.chunk_id for h in rebuilt.search(question, 10, retriever="dense")]
+
+    # Another model's vectors are never reused.
+    from groundqa.ingestion import DirectoryTarget
+
+    class Model:
+        def __init__(self, model_id: str) -> None:
+            self.model_id = model_id
+
+    target = DirectoryTarget(index)
+    assert target._known_vectors(Model(updated.manifest.dense["model_id"]))  # type: ignore[arg-type]
+    assert target._known_vectors(Model("another-model")) == {}  # type: ignore[arg-type]

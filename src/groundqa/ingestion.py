@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
+
 from groundqa.acronyms import mine_acronyms
 from groundqa.chunking import ChunkerSettings, chunk_documents
-from groundqa.embed import Embedder, EmbedderOptions, get_embedder
+from groundqa.embed import Embedder, EmbedderOptions, Matrix, get_embedder
 from groundqa.errors import EmptyCorpusError, GroundqaError, Interrupted, ValidationBlocked
 from groundqa.index.dense import DenseSettings, VectorIndex, describe
 from groundqa.index.directory import BM25_DIR, write_acronyms, write_chunks
@@ -79,6 +81,10 @@ class IngestReport:
         if not self.changed:
             return f"index at {self.index_dir} is up to date ({what}); nothing to do"
         note = f"; {self.gate_note}" if self.gate_note else ""
+        embedded = self.timings_s.get("embedded_chunks")
+        chunks = n.get("chunks", 0)
+        if embedded is not None and embedded < chunks:
+            note += f"; embedded {int(embedded)} of {chunks} chunks, the rest kept their vectors"
         if self.lexical_note:
             note += f"; BM25: {self.lexical_note}"
         return f"built {self.index_dir} ({what}) in {self.seconds:.2f}s{note}"
@@ -431,7 +437,7 @@ class DirectoryTarget:
             if build.dense is not None and build.embedder is not None:
                 t_embed = time.perf_counter()
                 reporter.stage(f"embedding ({build.embedder.name})", total=len(chunks))
-                vectors = build.embedder.embed(build.index_texts(), reporter.advance)
+                vectors = self._vectors(build, build.embedder, reporter)
                 VectorIndex.build(vectors, build.dense).save(tmp)
                 dense_entry = describe(build.embedder, int(vectors.shape[1]), build.dense)
                 timings["embed"] = time.perf_counter() - t_embed
@@ -439,6 +445,48 @@ class DirectoryTarget:
 
         reporter.stage("writing")
         return write_build(self.index_dir, write)
+
+    def _vectors(self, build: BuildInput, embedder: Embedder, reporter: Reporter) -> Matrix:
+        """Every chunk's vector: the current build's for a text it embedded with this
+        embedder, the embedder's for the rest (so an edit embeds only changed chunks)."""
+        texts = build.index_texts()
+        known = self._known_vectors(embedder)
+        keys = [_text_key(t) for t in texts]
+        todo = [i for i, key in enumerate(keys) if key not in known]
+        fresh = embedder.embed([texts[i] for i in todo], reporter.advance) if todo else None
+        dim = int(fresh.shape[1]) if fresh is not None else len(next(iter(known.values())))
+        vectors = np.empty((len(texts), dim), dtype=np.float32)
+        for i, key in enumerate(keys):
+            if key in known:
+                vectors[i] = known[key]
+        if fresh is not None:
+            vectors[todo] = fresh
+        reporter.advance(len(texts) - len(todo))
+        build.timings["embedded_chunks"] = float(len(todo))
+        build.timings["reused_vectors"] = float(len(texts) - len(todo))
+        return vectors
+
+    def _known_vectors(self, embedder: Embedder) -> dict[bytes, Matrix]:
+        """The current build's vectors by the text each embeds, if this embedder made them."""
+        from groundqa.index.directory import read_chunks
+
+        try:
+            build_dir = current_build(self.index_dir)
+            manifest = read_manifest(build_dir)
+            if manifest.dense.get("model_id") != embedder.model_id:
+                return {}
+            chunks = read_chunks(build_dir)
+            vectors = VectorIndex.load(build_dir).vectors
+        except GroundqaError:
+            return {}
+        if len(chunks) != len(vectors):
+            return {}
+        with_path = ChunkerSettings.from_dict(manifest.chunker).section_path
+        return {_text_key(c.index_text(with_path)): vectors[i] for i, c in enumerate(chunks)}
+
+
+def _text_key(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
 class _PostgresTarget:

