@@ -26,13 +26,20 @@ from typing import Any
 import numpy as np
 
 from groundqa.embed import Embedder
-from groundqa.errors import IndexCorruptError, IndexLockedError, IndexMissingError, UsageError
+from groundqa.errors import (
+    IndexCorruptError,
+    IndexLockedError,
+    IndexMissingError,
+    StoreUnavailableError,
+    UsageError,
+)
 from groundqa.index.manifest import Manifest
 from groundqa.index.postgres import bm25
 from groundqa.index.postgres.schema import (
     BuildInfo,
     _columns,
     _drop,
+    _psycopg,
     _read_build,
     _register_vector,
     _sql,
@@ -133,6 +140,13 @@ class PostgresTarget:
             self._conn = conn
             self._drop_incomplete()
             yield
+        except _psycopg().OperationalError as exc:
+            reason = (str(exc).strip().splitlines() or ["no reason given"])[0]
+            raise StoreUnavailableError(
+                f"lost PostgreSQL at {_where(self.url)} during the ingest ({reason}); the "
+                "build it was writing is never served, the previous one still is: run the "
+                "ingest again once the server is back"
+            ) from None
         finally:
             self._conn = None
             conn.close()  # closing the session releases the advisory lock
