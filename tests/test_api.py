@@ -203,6 +203,7 @@ def test_health_describes_the_index_cache_auth_and_facets(open_url: str, engine:
         "created_at": m.created_at,
         "counts": m.counts,
     }
+    assert data["lexical"] == {"engine": "bm25s", "version": None, "note": "bm25s in memory"}
     assert data["retrievers"] == ["bm25", "dense", "hybrid"]
     assert data["default_retriever"] == "hybrid+weighted=0.5/0.5+defs"
     assert data["embedder"] == {

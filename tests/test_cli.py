@@ -122,8 +122,10 @@ def test_inspect(built: Path) -> None:
     assert data["staleness"] == "up to date with its sources"
     assert data["split_sections"] >= 1
     assert data["boundary_issues"] == []
+    assert data["lexical_engine"]["engine"] == "bm25s"
     text = run("inspect", "--index", built)
     assert "not calibrated" in text.stdout
+    assert "BM25 search: bm25s in memory" in text.stdout
 
 
 def test_chat_keeps_the_index_and_takes_commands(built: Path) -> None:

@@ -187,6 +187,8 @@ def test_the_server_killed_while_serving_is_a_503_until_it_is_back(
                 assert f"127.0.0.1:{server.port}" in error["message"]
             health = httpx.get(f"{base}/health", timeout=30)
             assert health.status_code == 200  # the process is alive; only the store is not
+            lexical = health.json()["lexical"]
+            assert lexical["engine"] == "sql" and "no pg_textsearch index" in lexical["note"]
             server.start()
             deadline = time.monotonic() + 60
             while (

@@ -87,7 +87,8 @@ class VectorIndex:
     @classmethod
     def load(cls, directory: Path, ef_search: int = 128) -> VectorIndex:
         try:
-            vectors = np.load(directory / VECTORS, allow_pickle=False)
+            # Memory-mapped, read-only: the worker processes that serve one index share it.
+            vectors = np.load(directory / VECTORS, allow_pickle=False, mmap_mode="r")
         except (OSError, ValueError) as exc:
             raise IndexCorruptError(
                 f"{directory / VECTORS} is unreadable ({exc}); rebuild the index"

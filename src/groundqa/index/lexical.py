@@ -89,10 +89,11 @@ class LexicalIndex:
     def load(cls, directory: Path, analyzer: Analyzer, heading_weight: float = 0.0) -> LexicalIndex:
         import bm25s
 
-        model = bm25s.BM25.load(str(directory / "body"), show_progress=False)
+        # Memory-mapped: the worker processes that serve one index share its pages.
+        model = bm25s.BM25.load(str(directory / "body"), mmap=True, show_progress=False)
         heading = None
         if heading_weight > 0 and (directory / "heading").is_dir():
-            heading = bm25s.BM25.load(str(directory / "heading"), show_progress=False)
+            heading = bm25s.BM25.load(str(directory / "heading"), mmap=True, show_progress=False)
         return cls(model, analyzer, heading, heading_weight if heading is not None else 0.0)
 
     def idf(self, term: str) -> float:
