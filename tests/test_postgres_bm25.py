@@ -314,3 +314,40 @@ def test_versions_groundqa_supports() -> None:
     assert not bm25.supported("0.5.0") and not bm25.supported("1.0.0")
     assert bm25.encode_term("flood") == "flood"
     assert bm25.encode_term("gauge_id") == "x" + b"gauge_id".hex()
+
+
+def test_a_role_that_may_not_create_the_extension_builds_in_sql_and_says_why(
+    pg_bm25_admin_url: str, pg_bm25_url: str, tmp_path: Path
+) -> None:
+    from psycopg import sql
+
+    from tests.conftest import REGPACK, pg_database_url
+
+    role, password = f"gq_plain_{random.randrange(10**9)}", "secret-pw"
+    name = pg_bm25_url.rsplit("/", 1)[1]
+    with psycopg.connect(pg_bm25_admin_url, autocommit=True) as admin:
+        admin.execute(
+            sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                sql.Identifier(role), sql.Literal(password)
+            )
+        )
+    try:
+        with psycopg.connect(pg_bm25_url, autocommit=True) as db:
+            db.execute("CREATE EXTENSION vector")
+            db.execute(sql.SQL("GRANT CREATE ON SCHEMA public TO {}").format(sql.Identifier(role)))
+        url = pg_database_url(pg_bm25_admin_url, name, role, password)
+        report = ingest([REGPACK], url, dense=None)
+        assert "BM25: in SQL, no index (CREATE EXTENSION pg_textsearch failed (" in report.message
+        assert "a superuser can run it" in report.message
+        assert password not in report.message
+        engine = Engine.open(url)
+        try:
+            assert engine.store.lexical_engine["engine"] == "sql"
+            assert engine.search("turbine setback", 5, retriever="bm25")
+        finally:
+            engine.store.close()
+    finally:
+        with psycopg.connect(pg_bm25_url, autocommit=True) as db:
+            db.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+        with psycopg.connect(pg_bm25_admin_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))

@@ -157,7 +157,10 @@ def enable(conn: Any) -> tuple[str | None, str]:
             except psycopg.Error as exc:
                 conn.rollback()
                 reason = (str(exc).strip().splitlines() or ["no reason given"])[0]
-                return None, f"CREATE EXTENSION {EXTENSION} failed ({reason})"
+                return None, (
+                    f"CREATE EXTENSION {EXTENSION} failed ({reason}); a superuser can run it "
+                    "in this database, and the server needs it in shared_preload_libraries"
+                )
             version = server_version(cur)
     conn.commit()
     if version is None:

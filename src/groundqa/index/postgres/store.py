@@ -51,7 +51,7 @@ from groundqa.models import Chunk
 
 POOL_SIZE = 8
 # How many candidates each pg_textsearch list proposes at first, per result asked for; a
-# list is made four times deeper until the top k is certain (see `bm25`).
+# list is made twice as deep until the top k is certain (see `bm25`).
 PROPOSE_PER_RESULT = 2
 PROPOSE_MIN = 20
 SQL_BM25_NOTE = "exhaustive BM25 in SQL over the GIN index; suits up to about 100k chunks"
