@@ -227,41 +227,15 @@ def scale(admin_url: str, n: int) -> dict[str, Any]:
     import psycopg
 
     from groundqa.index.lexical import BM25Settings
-    from groundqa.index.manifest import Manifest, new_build_id
-    from groundqa.index.postgres import PostgresStore, PostgresTarget
+    from groundqa.index.postgres import PostgresStore
     from groundqa.text import Analyzer
-    from scale import CHUNKS_PER_DOC, synthetic
+    from scale import synthetic, synthetic_manifest, write_postgres
 
     chunks, _, queries = synthetic(n)
     bm25, analyzer = BM25Settings(), Analyzer()
-
-    def make_manifest(build_id: str, dense_entry: dict[str, Any]) -> Manifest:
-        return Manifest(
-            build_id=build_id or new_build_id(),
-            created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            corpus={"fingerprint": f"synthetic-{n}", "build_fingerprint": f"synthetic-{n}"},
-            chunker={},
-            lexical=bm25.to_dict(),
-            analyzer=analyzer.name,
-            dense=dense_entry,
-            counts={"documents": n // CHUNKS_PER_DOC, "sections": n, "chunks": n},
-        )
-
     url = database(admin_url, f"bm25_scale_{n}")
-    target = PostgresTarget(url)
     t = time.perf_counter()
-    with target.lock():
-        _, stats = target.write(
-            chunks,
-            {c.doc_id: c.doc_id for c in chunks},
-            analyzer=analyzer,
-            with_path=True,
-            heading_weight=bm25.heading_weight,
-            embedder=None,
-            make_manifest=make_manifest,
-            dense_entry=lambda dim: {},
-            acronyms={},
-        )
+    stats = write_postgres(url, chunks, bm25, analyzer, synthetic_manifest(n, bm25, analyzer))
     ingest_s = time.perf_counter() - t
     del chunks
     with psycopg.connect(url) as conn:
