@@ -44,6 +44,7 @@ KS = (10, 100)
 STEP_LIMIT_S = float(os.environ.get("BENCH_PG_BM25_STEP_S", "600"))
 BM25_WORK = WORK / "pg_bm25"
 STORES = ("directory", "pg-sql", "pg-index")
+PAIRS = (("directory", "pg-index"), ("pg-sql", "pg-index"))
 STORE_LABELS = {
     "directory": "index directory (bm25s)",
     "pg-sql": "PostgreSQL, exhaustive SQL BM25",
@@ -111,10 +112,7 @@ def _top10_differs(engines: dict[str, Any], questions: list[str]) -> dict[str, i
     def top(name: str, q: str) -> list[str]:
         return [h.chunk.chunk_id for h in engines[name].search(q, depth=10, retriever="bm25")]
 
-    return {
-        f"{a} vs {b}": sum(top(a, q) != top(b, q) for q in questions)
-        for a, b in (("directory", "pg-index"), ("pg-sql", "pg-index"))
-    }
+    return {f"{a} vs {b}": sum(top(a, q) != top(b, q) for q in questions) for a, b in PAIRS}
 
 
 def _beir_like(
@@ -125,7 +123,7 @@ def _beir_like(
     queries: dict[str, str],
     qrels: dict[str, dict[str, int]],
 ) -> dict[str, Any]:
-    from groundqa.evaluate.beir import retrieve_run, score_run
+    from groundqa.evaluate.beir import score_run
     from groundqa.ingestion import ingest
 
     folder = BM25_WORK / name
@@ -136,10 +134,25 @@ def _beir_like(
     report = ingest(sources, url, fmt=fmt, dense=None)
     ingest_s = time.perf_counter() - t
     engines = _engines(url, folder)
-    runs = {}
+    runs, tops = {}, {}
     for store, engine in engines.items():
-        s = score_run(retrieve_run(engine, queries, depth=100, retriever="bm25"), qrels)
+        # One search per query and store, to the depth `retrieve_run` uses (a document
+        # scores as its best chunk): its documents are scored, its first 10 chunks compared.
+        depth = min(len(engine.chunks), 300)
+        ranked = {
+            qid: engine.search(text, depth=depth, retriever="bm25") for qid, text in queries.items()
+        }
+        run: dict[str, dict[str, float]] = {}
+        for qid, hits in ranked.items():
+            docs: dict[str, float] = {}
+            for hit in hits:
+                docs.setdefault(hit.chunk.section_id, hit.score)
+                if len(docs) >= 100:
+                    break
+            run[qid] = docs
+        s = score_run(run, qrels)
         runs[store] = {k: round(float(s[k]), 4) for k in METRICS}
+        tops[store] = {qid: [h.chunk.chunk_id for h in hits[:10]] for qid, hits in ranked.items()}
     questions = list(queries.values())
     result = {
         "queries": len(queries),
@@ -151,7 +164,9 @@ def _beir_like(
         "max_metric_diff_vs_directory": max(
             abs(runs[s][m] - runs["directory"][m]) for s in STORES for m in METRICS
         ),
-        "top10_differs": _top10_differs(engines, questions),
+        "top10_differs": {
+            f"{a} vs {b}": sum(tops[a][q] != tops[b][q] for q in queries) for a, b in PAIRS
+        },
         "latency": _latency(engines, questions[:LATENCY_QUERIES]),
     }
     for engine in engines.values():
@@ -269,9 +284,8 @@ def scale(admin_url: str, n: int) -> dict[str, Any]:
                     break  # recorded: the summary's n says how many queries ran
             latency.setdefault(name, {})[f"k{k}"] = latency_summary(ms)
             found[name] = results
-        same[f"k{k}"] = sum(
-            a == b for a, b in zip(found["pg-sql"], found["pg-index"], strict=False)
-        )
+        pairs = list(zip(found["pg-sql"], found["pg-index"], strict=False))
+        same[f"k{k}"] = {"same": sum(a == b for a, b in pairs), "of": len(pairs)}
     for store in stores.values():
         store.close()
     return {
