@@ -162,14 +162,20 @@ def test_scale_figures_are_its_results_files() -> None:
     d1m, d100k = run("scale_1m", "directory", 1_000_000), run("scale", "directory", 100_000)
     pg100k = run("scale", "postgresql", 100_000)
     recall = "vector_recall_at_10_of_exact"
-    quoted(text, "5.4 GB at 1M", "5.4", d1m["query_peak_mb"] / 1000)
-    quoted(text, "opening takes 39 s at 1M", "39", d1m["open_s"])
+    quoted(text, "held 5.4 GB at 1M", "5.4", d1m["query_peak_mb"] / 1000)
+    quoted(text, "took 39 s to open", "39", d1m["open_s"])
+    quoted(text, "(1.5 s to open at 100k", "1.5", d100k["open_s"])
     quoted(text, "keeps 0.998 of exact recall@10 at 100k", "0.998", d100k[recall])
     quoted(text, "only 0.786 at 1M", "0.786", d1m[recall])
-    quoted(text, "65 MB at 100k", "65", pg100k["query_peak_mb"])
-    quoted(text, "at 100k (p50 4.8 ms", "4.8", pg100k["vector"]["p50_ms"])
-    quoted(text, "recall 0.995 of exact", "0.995", pg100k[recall])
-    quoted(text, "(p50 140 ms at 100k)", "140", pg100k["lexical"]["p50_ms"])
+    quoted(text, "(69 MB at 100k", "69", pg100k["query_peak_mb"])
+    quoted(text, "at 100k (p50 3.0 ms", "3.0", pg100k["vector"]["p50_ms"])
+    quoted(text, "recall 0.99 of exact", "0.99", pg100k[recall])
+    (bm25_1m,) = [s for s in results("pg_bm25")["scale"] if s["chunks"] == 1_000_000]
+    lexical = bm25_1m["latency"]
+    quoted(text, "p50 5.4 ms at 1M synthetic chunks", "5.4", lexical["pg-index"]["k10"]["p50_ms"])
+    quoted(text, "(exhaustive SQL BM25: 551 ms)", "551", lexical["pg-sql"]["k10"]["p50_ms"])
+    assert bm25_1m["identical_top_k"]["k10"] == {"same": 200, "of": 200}
+    assert "with the same top k for every query" in text
 
 
 # ------------------------------------------------------------ the generated CLI reference
