@@ -372,5 +372,7 @@ def test_an_edit_embeds_only_the_changed_chunks_and_answers_as_a_fresh_build(
             self.model_id = model_id
 
     target = DirectoryTarget(index)
+    assert target._known_vectors(Model(updated.manifest.dense["model_id"])) == {}  # type: ignore[arg-type]
+    assert target.current_manifest() is not None  # the build it may reuse, verified
     assert target._known_vectors(Model(updated.manifest.dense["model_id"]))  # type: ignore[arg-type]
     assert target._known_vectors(Model("another-model")) == {}  # type: ignore[arg-type]

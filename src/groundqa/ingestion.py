@@ -25,7 +25,7 @@ from groundqa.acronyms import mine_acronyms
 from groundqa.chunking import ChunkerSettings, chunk_documents
 from groundqa.embed import Embedder, EmbedderOptions, Matrix, get_embedder
 from groundqa.errors import EmptyCorpusError, GroundqaError, Interrupted, ValidationBlocked
-from groundqa.index.dense import DenseSettings, VectorIndex, describe
+from groundqa.index.dense import DenseSettings, VectorIndex, describe, read_vectors, text_key
 from groundqa.index.directory import BM25_DIR, write_acronyms, write_chunks
 from groundqa.index.lexical import BM25Settings, LexicalIndex
 from groundqa.index.manifest import (
@@ -402,6 +402,9 @@ class DirectoryTarget:
 
     def __init__(self, index_dir: Path) -> None:
         self.index_dir = index_dir
+        # The current build as `current_manifest` found it, its files verified (under the
+        # lock): the one whose vectors a write may reuse.
+        self._current: tuple[Path, Manifest] | None = None
 
     @property
     def location(self) -> str:
@@ -411,10 +414,14 @@ class DirectoryTarget:
         return build_lock(self.index_dir)
 
     def current_manifest(self) -> Manifest | None:
+        self._current = None
         try:
-            return read_manifest(current_build(self.index_dir))
+            build_dir = current_build(self.index_dir)
+            manifest = read_manifest(build_dir)
         except GroundqaError:
             return None
+        self._current = (build_dir, manifest)
+        return manifest
 
     def write(self, build: BuildInput, reporter: Reporter) -> Manifest:
         chunks, timings = build.chunks, build.timings
@@ -451,7 +458,7 @@ class DirectoryTarget:
         embedder, the embedder's for the rest (so an edit embeds only changed chunks)."""
         texts = build.index_texts()
         known = self._known_vectors(embedder)
-        keys = [_text_key(t) for t in texts]
+        keys = [text_key(t) for t in texts]
         todo = [i for i, key in enumerate(keys) if key not in known]
         fresh = embedder.embed([texts[i] for i in todo], reporter.advance) if todo else None
         dim = int(fresh.shape[1]) if fresh is not None else len(next(iter(known.values())))
@@ -466,27 +473,25 @@ class DirectoryTarget:
         build.timings["reused_vectors"] = float(len(texts) - len(todo))
         return vectors
 
-    def _known_vectors(self, embedder: Embedder) -> dict[bytes, Matrix]:
-        """The current build's vectors by the text each embeds, if this embedder made them."""
+    def _known_vectors(self, embedder: Embedder) -> dict[str, Matrix]:
+        """The current build's vectors by the text each embeds, if this embedder made them
+        (the build `current_manifest` verified; none when it was not asked)."""
         from groundqa.index.directory import read_chunks
 
+        if self._current is None:
+            return {}
+        build_dir, manifest = self._current
+        if manifest.dense.get("model_id") != embedder.model_id:
+            return {}
         try:
-            build_dir = current_build(self.index_dir)
-            manifest = read_manifest(build_dir)
-            if manifest.dense.get("model_id") != embedder.model_id:
-                return {}
             chunks = read_chunks(build_dir)
-            vectors = VectorIndex.load(build_dir).vectors
+            vectors = read_vectors(build_dir)
         except GroundqaError:
             return {}
         if len(chunks) != len(vectors):
             return {}
         with_path = ChunkerSettings.from_dict(manifest.chunker).section_path
-        return {_text_key(c.index_text(with_path)): vectors[i] for i, c in enumerate(chunks)}
-
-
-def _text_key(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+        return {text_key(c.index_text(with_path)): vectors[i] for i, c in enumerate(chunks)}
 
 
 class _PostgresTarget:

@@ -14,6 +14,7 @@ dimension; `check_embedder` refuses a query embedder that differs.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -86,15 +87,7 @@ class VectorIndex:
 
     @classmethod
     def load(cls, directory: Path, ef_search: int = 128) -> VectorIndex:
-        try:
-            # Memory-mapped, read-only: the worker processes that serve one index share it.
-            vectors = np.load(directory / VECTORS, allow_pickle=False, mmap_mode="r")
-        except (OSError, ValueError) as exc:
-            raise IndexCorruptError(
-                f"{directory / VECTORS} is unreadable ({exc}); rebuild the index"
-            ) from None
-        if vectors.ndim != 2 or vectors.dtype != np.float32:
-            raise IndexCorruptError(f"{directory / VECTORS} is not a float32 matrix; rebuild")
+        vectors = read_vectors(directory)
         ann = None
         if (directory / HNSW).is_file():
             ann = _faiss().read_index(str(directory / HNSW))
@@ -132,6 +125,28 @@ class VectorIndex:
             rows, scores = rows[part], scores[part]
         order = np.lexsort((rows, -scores))
         return [(int(rows[i]), float(scores[i])) for i in order]
+
+
+def read_vectors(directory: Path) -> Matrix:
+    """A build's vectors, memory-mapped and read-only: the worker processes that serve one
+    index share them. Without the HNSW graph (`VectorIndex.load` adds it)."""
+    try:
+        vectors: Matrix = np.load(directory / VECTORS, allow_pickle=False, mmap_mode="r")
+    except (OSError, ValueError) as exc:
+        raise IndexCorruptError(
+            f"{directory / VECTORS} is unreadable ({exc}); rebuild the index"
+        ) from None
+    if vectors.ndim != 2 or vectors.dtype != np.float32:
+        raise IndexCorruptError(f"{directory / VECTORS} is not a float32 matrix; rebuild")
+    return vectors
+
+
+def text_key(text: str) -> str:
+    """The key a chunk's vector is reused by across builds: a hash of the text embedded.
+    Both stores use it; PostgreSQL keeps it in each chunk row (`chunk_hash`)."""
+    h = hashlib.sha256(text.encode("utf-8"))
+    h.update(b"\x00")
+    return h.hexdigest()[:32]
 
 
 def describe(embedder: Embedder, dim: int, settings: DenseSettings) -> dict[str, Any]:

@@ -34,6 +34,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from groundqa.index.postgres.schema import _psycopg, first_line
+
 EXTENSION = "pg_textsearch"
 # Versions whose index this module was written against and tested with.
 SUPPORTED = ((0, 6),)
@@ -156,9 +158,8 @@ def enable(conn: Any) -> tuple[str | None, str]:
                 cur.execute(f"CREATE EXTENSION IF NOT EXISTS {EXTENSION}")
             except psycopg.Error as exc:
                 conn.rollback()
-                reason = (str(exc).strip().splitlines() or ["no reason given"])[0]
                 return None, (
-                    f"CREATE EXTENSION {EXTENSION} failed ({reason}); a superuser can run it "
+                    f"CREATE EXTENSION {EXTENSION} failed ({first_line(exc)}); a superuser can run it "
                     "in this database, and the server needs it in shared_preload_libraries"
                 )
             version = server_version(cur)
@@ -235,9 +236,3 @@ def check(cur: Any, index: Bm25Index, k1: float, b: float) -> str | None:
         ) != (k1, b):
             return f"its BM25 index {name} was made with other settings ({', '.join(row[1] or [])})"
     return None
-
-
-def _psycopg() -> Any:
-    import psycopg
-
-    return psycopg

@@ -59,6 +59,11 @@ def _where(url: str) -> str:
     return f"{host}:{port}/{parts.path.lstrip('/') or '(default database)'}"
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of a database error, for a one-line message."""
+    return (str(exc).strip().splitlines() or ["no reason given"])[0]
+
+
 def _psycopg() -> Any:
     try:
         import psycopg

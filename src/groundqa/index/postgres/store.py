@@ -69,6 +69,7 @@ class PostgresStore:
         ann: str = "auto",
         bm25_index: bm25.Bm25Index | None = None,
         lexical_note: str = SQL_BM25_NOTE,
+        bm25_wanted: bool = True,
     ) -> None:
         self.url = url
         self.info = info
@@ -83,7 +84,7 @@ class PostgresStore:
         self._heading_weight = float(info.stats.get("heading_weight", 0.0))
         self._bm25 = bm25_index
         self._lexical_note = lexical_note
-        self.bm25_wanted = True
+        self.bm25_wanted = bm25_wanted  # what `reopen` asks for again
 
     @classmethod
     def open(
@@ -115,9 +116,15 @@ class PostgresStore:
             open=True,
             name="groundqa",
         )
-        store = cls(url, info, pool, ann=ann, bm25_index=index, lexical_note=note)
-        store.bm25_wanted = bm25_index
-        return store
+        return cls(
+            url,
+            info,
+            pool,
+            ann=ann,
+            bm25_index=index,
+            lexical_note=note,
+            bm25_wanted=bm25_index,
+        )
 
     # -- Store protocol
 
@@ -280,6 +287,7 @@ class PostgresStore:
         Scores are not read for the whole list: pg_textsearch computes a score in the
         select list anew from the text, which costs more than the index scan itself."""
         statement, params = self._propose_sql(index, field, text, depth, rows)
+        column, name = _field(index, field)
         with self._cursor() as cur:
             cur.execute(statement, params)
             found = [int(r) for (r,) in cur.fetchall()]
@@ -288,10 +296,10 @@ class PostgresStore:
             cur.execute(
                 _sql(
                     "SELECT -({c} <@> to_bm25query(%(q)s, %(name)s)) FROM {t} WHERE row = %(row)s",
-                    c=params["column"],
+                    c=column,
                     t=self.info.lexical_table,
                 ),
-                {"q": text, "name": params["name"], "row": found[-1]},
+                {"q": text, "name": name, "row": found[-1]},
             )
             return found, float(cur.fetchone()[0])
 
@@ -300,8 +308,8 @@ class PostgresStore:
     ) -> tuple[Any, dict[str, Any]]:
         from psycopg import sql
 
-        column, name = ("body_terms", index.body) if field == 0 else ("head_terms", index.head)
-        params: dict[str, Any] = {"q": text, "name": name, "depth": depth, "column": column}
+        column, name = _field(index, field)
+        params: dict[str, Any] = {"q": text, "name": name, "depth": depth}
         where = sql.SQL("")
         if rows is not None:
             params["rows"] = rows
@@ -480,6 +488,11 @@ class PostgresStore:
             cur.execute("SELECT set_config('enable_seqscan', 'off', true)")
         else:
             cur.execute("SELECT set_config('enable_indexscan', 'off', true)")
+
+
+def _field(index: bm25.Bm25Index, field: int) -> tuple[str, str | None]:
+    """The text column and pg_textsearch index of a field (0 body, 1 heading)."""
+    return ("body_terms", index.body) if field == 0 else ("head_terms", index.head)
 
 
 def _usable_bm25(cur: Any, info: BuildInfo, *, wanted: bool) -> tuple[bm25.Bm25Index | None, str]:

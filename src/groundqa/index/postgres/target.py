@@ -15,7 +15,6 @@ a build current before every row of it is written; it answers no queries (see `s
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import time
 from collections import Counter
@@ -33,6 +32,7 @@ from groundqa.errors import (
     StoreUnavailableError,
     UsageError,
 )
+from groundqa.index.dense import text_key
 from groundqa.index.manifest import Manifest
 from groundqa.index.postgres import bm25
 from groundqa.index.postgres.schema import (
@@ -49,6 +49,7 @@ from groundqa.index.postgres.schema import (
     create_build_tables,
     ensure_schema,
     ensure_vector_extension,
+    first_line,
     redact,
     stored_metadata,
 )
@@ -67,23 +68,19 @@ def _counts(terms: Sequence[str]) -> dict[str, int]:
     return dict(Counter(t for t in terms if t))
 
 
+def _counts_json(counts: dict[str, int]) -> str:
+    return json.dumps(counts, ensure_ascii=False, separators=(",", ":"))
+
+
 def term_counts(terms: Sequence[str]) -> str:
     """A field's terms as the JSON object of counts the store keeps."""
-    return json.dumps(_counts(terms), ensure_ascii=False, separators=(",", ":"))
+    return _counts_json(_counts(terms))
 
 
 def _lexical_columns(bm25_text: bool) -> list[str]:
     """The lexical table's columns an ingest writes, in order."""
     base = ["row", "body_len", "head_len", "body_tf", "head_tf"]
     return base + (["body_terms", "head_terms"] if bm25_text else [])
-
-
-def _content_hash(*parts: str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode("utf-8"))
-        h.update(b"\x00")
-    return h.hexdigest()[:32]
 
 
 @dataclass
@@ -141,9 +138,8 @@ class PostgresTarget:
             self._drop_incomplete()
             yield
         except _psycopg().OperationalError as exc:
-            reason = (str(exc).strip().splitlines() or ["no reason given"])[0]
             raise StoreUnavailableError(
-                f"lost PostgreSQL at {_where(self.url)} during the ingest ({reason}); the "
+                f"lost PostgreSQL at {_where(self.url)} during the ingest ({first_line(exc)}); the "
                 "build it was writing is never served, the previous one still is: run the "
                 "ingest again once the server is back"
             ) from None
@@ -242,7 +238,7 @@ class PostgresTarget:
         for start in range(0, len(fresh), BATCH):
             batch = [chunks[i] for i in fresh[start : start + BATCH]]
             texts = [c.index_text(with_path) for c in batch]
-            hashes = [_content_hash(text) for text in texts]
+            hashes = [text_key(text) for text in texts]
             vectors: list[Any] = [None] * len(batch)
             if embedder is not None:
                 t_embed = time.perf_counter()
@@ -281,8 +277,8 @@ class PostgresTarget:
                         rows[chunk.chunk_id],
                         len(body),
                         len(head),
-                        json.dumps(body_counts, ensure_ascii=False, separators=(",", ":")),
-                        json.dumps(head_counts, ensure_ascii=False, separators=(",", ":")),
+                        _counts_json(body_counts),
+                        _counts_json(head_counts),
                     ]
                     if version is not None:
                         lexical_row += [bm25.bm25_text(body_counts), bm25.bm25_text(head_counts)]
