@@ -49,7 +49,8 @@ class Server:
         pid = int((self.data / "postmaster.pid").read_text().split()[0])
         family = [pid, *_descendants(pid)]
         for p in family:
-            with_suppressed(os.kill, p, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, signal.SIGKILL)
         deadline = time.monotonic() + 30
         while any(_alive(p) for p in family):
             assert time.monotonic() < deadline, "the server did not die"
@@ -62,11 +63,6 @@ class Server:
 
     def start(self) -> None:
         pgserver.start(self.data, self.port, fast=False)
-
-
-def with_suppressed(fn: object, *args: object) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        fn(*args)  # type: ignore[operator]
 
 
 def _alive(pid: int) -> bool:
