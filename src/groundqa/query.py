@@ -108,7 +108,7 @@ class Query:
     """One question and everything the asker said about how to answer it.
 
     `filters` keep only chunks that match; `scope` says where the asker is (see
-    `retrieve.facets`), and `auto_scope` adds the places the question names.
+    `facets`), and `auto_scope` adds the places the question names.
     `retriever` is a plan such as `hybrid+cap=2` (None: the index's default),
     `reranker` a reranker spec, `generator` a generator spec; `options` reach a
     network backend. `as_of` picks the version of a document in force that day

@@ -1,16 +1,17 @@
 """Retrieval: from a Query to ranked hits, and everything later stages need from the index.
 
     plan        `METHOD[+OPTION...]`: the method, fusion and query-understanding steps
-    facets      metadata filters, the jurisdiction scope hierarchy and place detection
     retriever   the `Retriever` (the only place that searches) and its `Retrieval`
     rerank      optional rerankers (cross-encoder, a chat model's ratings)
 
 Acronym expansion and definition lifting are shared with ingestion and live in
 `groundqa.acronyms` and `groundqa.definitions`; fusion rules are pure functions
-in `groundqa.fusion`, which the stores use too.
+in `groundqa.fusion`, which the stores use too; metadata filters, the jurisdiction
+scope hierarchy and place detection are in `groundqa.facets`, which the stores
+answer from memory or SQL.
 """
 
-from groundqa.retrieve.facets import PLACE_KEYS, FacetIndex, flat_metadata
+from groundqa.facets import PLACE_KEYS, FacetIndex, flat_metadata
 from groundqa.retrieve.plan import (
     DEFAULT_DENSE_PLAN,
     DEFAULT_LEXICAL_PLAN,

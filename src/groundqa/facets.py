@@ -93,39 +93,42 @@ def _wanted(key: str, wanted: Any) -> tuple[str, list[str]]:
     return "any", _values(wanted)
 
 
-class FacetIndex:
-    """For each metadata key and value, which chunks carry it (list values count each item)."""
+class Facets:
+    """Filters, scopes and places over one build's facets: the rules, written once.
 
-    def __init__(self, chunks: Sequence[Chunk]) -> None:
-        self.size = len(chunks)
-        self._postings: dict[str, dict[str, list[int]]] = {}
-        self._display: dict[str, dict[str, str]] = {}
-        for i, chunk in enumerate(chunks):
-            for key, value in flat_metadata(chunk.metadata):
-                postings = self._postings.setdefault(key.casefold(), {})
-                display = self._display.setdefault(key.casefold(), {})
-                raw = value if isinstance(value, list | tuple | set) else [value]
-                for folded, shown in zip(_values(value), raw, strict=True):
-                    postings.setdefault(folded, []).append(i)
-                    display.setdefault(folded, str(shown))
+    A subclass says where the facets live through five lookups (`keys`, `shown`,
+    `_postings`, `carries` and `_states_of`): `FacetIndex` holds them in memory, the
+    PostgreSQL store reads them per request. Rows are positions in the build (0..size-1).
+    """
+
+    size: int
 
     def keys(self) -> list[str]:
-        return sorted(self._postings)
+        """Every metadata key, folded, sorted."""
+        raise NotImplementedError
 
-    def values(self, key: str) -> list[str]:
-        return sorted(self._display.get(key.casefold(), {}).values())
+    def shown(self, key: str) -> dict[str, str]:
+        """A key's values: folded value -> the value as first written."""
+        raise NotImplementedError
 
-    def rows(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
-        rows = np.zeros(self.size, dtype=bool)
-        postings = self._postings.get(key.casefold(), {})
-        for value in values:
-            rows[postings.get(value.strip().casefold(), [])] = True
-        return rows
+    def _postings(self, key: str, values: Sequence[str]) -> dict[str, npt.NDArray[np.int64]]:
+        """The rows of each folded value of `key` that some chunk carries (others are left out)."""
+        raise NotImplementedError
 
     def carries(self, key: str) -> npt.NDArray[np.bool_]:
         """Chunks that have any value for `key`."""
+        raise NotImplementedError
+
+    def _states_of(self, areas: Sequence[str]) -> list[str]:
+        """The folded states carried by chunks that carry one of the folded `areas`."""
+        raise NotImplementedError
+
+    def values(self, key: str) -> list[str]:
+        return sorted(self.shown(key.casefold()).values())
+
+    def rows(self, key: str, values: Sequence[str]) -> npt.NDArray[np.bool_]:
         rows = np.zeros(self.size, dtype=bool)
-        for ids in self._postings.get(key.casefold(), {}).values():
+        for ids in self._postings(key.casefold(), _values(list(values))).values():
             rows[ids] = True
         return rows
 
@@ -158,49 +161,36 @@ class FacetIndex:
         resolved: dict[str, list[str]] = {}
         for key, given in scope.items():
             values = [given] if isinstance(given, str) else list(given)
-            postings = self._postings.get(key.casefold())
-            if postings is None:
-                known = ", ".join(self.keys()) or "none"
-                raise UsageError(f"unknown scope key {key!r}; this index has: {known}")
+            self._known_key(key, "scope")
+            known = self.shown(key.casefold())
             shown = []
             for value in values:
-                folded = self._place(key, value.strip().casefold())
-                if folded not in postings:
+                folded = _place(known, value.strip().casefold())
+                if folded not in known:
                     raise UsageError(f"no document has {key}={value!r}; {self._hint(key, folded)}")
-                shown.append(self._display[key.casefold()][folded])
+                shown.append(known[folded])
             resolved[key.casefold()] = shown
         return self._with_states(resolved)
 
-    def _place(self, key: str, folded: str) -> str:
-        """`folded`, or the one known value it names without generic words ("fennick")."""
-        postings = self._postings[key.casefold()]
-        if folded in postings:
-            return folded
-        named = [
-            v
-            for v in postings
-            if " ".join(w for w in _WORD.findall(v) if w not in _GENERIC_PLACE_WORDS) == folded
-        ]
-        return named[0] if len(named) == 1 else folded
+    def _known_key(self, key: str, what: str) -> None:
+        if key.casefold() not in self.keys():
+            known = ", ".join(self.keys()) or "none"
+            raise UsageError(f"unknown {what} key {key!r}; this index has: {known}")
 
     def _hint(self, key: str, folded: str) -> str:
-        postings = self._postings[key.casefold()]
-        close = difflib.get_close_matches(folded, list(postings), n=3, cutoff=0.6)
+        known = self.shown(key.casefold())
+        close = difflib.get_close_matches(folded, list(known), n=3, cutoff=0.6)
         if close:
-            return f"did you mean {', '.join(self._display[key.casefold()][c] for c in close)}?"
-        return f"known values: {', '.join(self.values(key)[:12])}"
+            return f"did you mean {', '.join(known[c] for c in close)}?"
+        return f"known values: {', '.join(sorted(known.values())[:12])}"
 
     def _with_states(self, places: dict[str, list[str]]) -> dict[str, list[str]]:
         """`places` plus the state(s) its areas lie in, unless it names a state itself."""
         areas = places.get("area")
-        if not areas or "state" in places or "state" not in self._postings:
+        if not areas or "state" in places or "state" not in self.keys():
             return places
-        in_area = self.rows("area", areas)
-        states = sorted(
-            self._display["state"][v]
-            for v, ids in self._postings["state"].items()
-            if in_area[ids].any()
-        )
+        known = self.shown("state")
+        states = sorted(known[v] for v in self._states_of(_values(areas)) if v in known)
         return {**places, "state": states} if states else places
 
     def detect_scope(self, question: str, keys: Sequence[str] = PLACE_KEYS) -> dict[str, list[str]]:
@@ -212,8 +202,11 @@ class FacetIndex:
         """
         text = " " + " ".join(_WORD.findall(question.casefold())) + " "
         found: dict[str, list[str]] = {}
+        present = self.keys()
         for key in keys:
-            for folded, shown in self._display.get(key.casefold(), {}).items():
+            if key.casefold() not in present:
+                continue
+            for folded, shown in self.shown(key.casefold()).items():
                 words = _WORD.findall(folded)
                 core = [w for w in words if w not in _GENERIC_PLACE_WORDS] or words
                 if any(f" {' '.join(form)} " in text for form in (words, core) if form):
@@ -229,11 +222,9 @@ class FacetIndex:
             return None
         allowed = np.ones(self.size, dtype=bool)
         for key, wanted in filters.items():
-            postings = self._postings.get(key.casefold())
-            if postings is None:
-                known = ", ".join(self.keys()) or "none"
-                raise UsageError(f"unknown filter key {key!r}; this index has: {known}")
+            self._known_key(key, "filter")
             mode, values = _wanted(key, wanted)
+            postings = self._postings(key.casefold(), values)
             key_mask = np.zeros(self.size, dtype=bool) if mode == "any" else np.ones_like(allowed)
             for value in values:
                 if value not in postings:
@@ -243,3 +234,85 @@ class FacetIndex:
                 key_mask = key_mask | rows if mode == "any" else key_mask & rows
             allowed &= key_mask
         return allowed
+
+
+def _place(known: Mapping[str, str], folded: str) -> str:
+    """`folded`, or the one known value it names without generic words ("fennick")."""
+    if folded in known:
+        return folded
+    named = [
+        v
+        for v in known
+        if " ".join(w for w in _WORD.findall(v) if w not in _GENERIC_PLACE_WORDS) == folded
+    ]
+    return named[0] if len(named) == 1 else folded
+
+
+class FacetIndex(Facets):
+    """The facets of chunks held in memory: for each key and value, the rows that carry it
+    (list values count each item)."""
+
+    def __init__(self, chunks: Sequence[Chunk]) -> None:
+        self.size = len(chunks)
+        postings: dict[str, dict[str, list[int]]] = {}
+        self._display: dict[str, dict[str, str]] = {}
+        for i, chunk in enumerate(chunks):
+            for key, value in flat_metadata(chunk.metadata):
+                by_value = postings.setdefault(key.casefold(), {})
+                display = self._display.setdefault(key.casefold(), {})
+                raw = value if isinstance(value, list | tuple | set) else [value]
+                for folded, shown in zip(_values(value), raw, strict=True):
+                    by_value.setdefault(folded, []).append(i)
+                    display.setdefault(folded, str(shown))
+        self._rows = {
+            key: {v: np.asarray(ids, dtype=np.int64) for v, ids in by_value.items()}
+            for key, by_value in postings.items()
+        }
+
+    @classmethod
+    def from_records(
+        cls,
+        size: int,
+        records: Sequence[tuple[str, str | None, str | None, Sequence[int], Any]],
+    ) -> FacetIndex:
+        """The index `records` describe (what another `FacetIndex.records` gave)."""
+        out = cls([])
+        out.size = size
+        for key, value, shown, rows, _ in records:
+            if value is None or shown is None:
+                continue  # a key's carriers: the union of its values' rows
+            out._rows.setdefault(key, {})[value] = np.asarray(rows, dtype=np.int64)
+            out._display.setdefault(key, {})[value] = shown
+        return out
+
+    def keys(self) -> list[str]:
+        return sorted(self._rows)
+
+    def shown(self, key: str) -> dict[str, str]:
+        return self._display.get(key, {})
+
+    def _postings(self, key: str, values: Sequence[str]) -> dict[str, npt.NDArray[np.int64]]:
+        by_value = self._rows.get(key, {})
+        return {v: by_value[v] for v in values if v in by_value}
+
+    def carries(self, key: str) -> npt.NDArray[np.bool_]:
+        rows = np.zeros(self.size, dtype=bool)
+        for ids in self._rows.get(key.casefold(), {}).values():
+            rows[ids] = True
+        return rows
+
+    def _states_of(self, areas: Sequence[str]) -> list[str]:
+        in_area = self.rows("area", areas)
+        return [v for v, ids in self._rows.get("state", {}).items() if in_area[ids].any()]
+
+    def records(self) -> list[tuple[str, str | None, str | None, list[int], list[str] | None]]:
+        """(key, folded value, shown value, rows, states) for every value, and for each key
+        one record with no value whose rows are every chunk that carries the key; an area's
+        states are those `_states_of` gives for it alone. For a store to keep."""
+        out: list[tuple[str, str | None, str | None, list[int], list[str] | None]] = []
+        for key, by_value in self._rows.items():
+            out.append((key, None, None, np.flatnonzero(self.carries(key)).tolist(), None))
+            for value, ids in by_value.items():
+                states = self._states_of([value]) if key == "area" else None
+                out.append((key, value, self._display[key][value], ids.tolist(), states))
+        return out
