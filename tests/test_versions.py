@@ -215,3 +215,19 @@ def test_bad_dates_and_unknown_successors_are_review_findings(tmp_path: Path) ->
     checks = {f.check: f for f in findings}
     assert checks["bad-date"].severity == "REVIEW" and "YYYY-MM-DD" in checks["bad-date"].message
     assert "names no document in this corpus" in checks["unknown-successor"].message
+
+
+def test_the_dated_part_alone_answers_as_the_whole_does() -> None:
+    """What a store keeps (`dated`) judges every document, named or not, as the whole does."""
+    part = Versions.resolved(VERSIONS.dated())
+    assert {v.doc_id for v in VERSIONS.dated()} == {
+        d for d, *_ in ROWS if d != "plain.md"
+    }  # c.md is named as b's successor; plain.md says nothing
+    assert part.active
+    for doc, *_ in [*ROWS, ("unknown.md",)]:
+        assert part.family(doc) == VERSIONS.family(doc)
+        for day in (D(2010, 6, 1), D(2019, 3, 1), D(2021, 1, 1), D(2024, 1, 1), D(2100, 1, 1)):
+            assert part.status(doc, day) == VERSIONS.status(doc, day)
+            assert part.note(doc, day) == VERSIONS.note(doc, day)
+            assert part.in_force_of(doc, day) == VERSIONS.in_force_of(doc, day)
+    assert not Versions.resolved([]).active

@@ -57,6 +57,10 @@ def _effective(metadata: Mapping[str, Any]) -> Any:
     return next((metadata[k] for k in FROM_KEYS if metadata.get(k) is not None), None)
 
 
+def _dated(v: Version) -> bool:
+    return bool(v.successor or v.until or v.effective)
+
+
 @dataclass(frozen=True)
 class Version:
     doc_id: str
@@ -65,6 +69,27 @@ class Version:
     until: dt.date | None
     successor: str | None  # resolved doc id, or the raw name when not in the corpus
     successor_known: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "effective": self.effective.isoformat() if self.effective else None,
+            "until": self.until.isoformat() if self.until else None,
+            "successor": self.successor,
+            "successor_known": self.successor_known,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Version:
+        return cls(
+            doc_id=str(d["doc_id"]),
+            title=str(d["title"]),
+            effective=parse_date(d.get("effective")),
+            until=parse_date(d.get("until")),
+            successor=d.get("successor"),
+            successor_known=bool(d.get("successor_known")),
+        )
 
 
 def _names(doc_id: str, title: str, source: str) -> set[str]:
@@ -86,21 +111,42 @@ class Versions:
         for doc_id, title, source, _ in entries:
             for name in _names(doc_id, title, source):
                 by_name.setdefault(name, doc_id)
-        self._versions: dict[str, Version] = {}
+        versions: list[Version] = []
         for doc_id, title, _, metadata in entries:
             raw = metadata.get(SUCCESSOR_KEY)
             successor = str(raw).strip() if raw not in (None, "") else None
             resolved = by_name.get(successor.casefold()) if successor else None
-            self._versions[doc_id] = Version(
-                doc_id=doc_id,
-                title=title,
-                effective=parse_date(_effective(metadata)),
-                until=parse_date(metadata.get(TO_KEY)),
-                successor=resolved or successor,
-                successor_known=resolved is not None,
+            versions.append(
+                Version(
+                    doc_id=doc_id,
+                    title=title,
+                    effective=parse_date(_effective(metadata)),
+                    until=parse_date(metadata.get(TO_KEY)),
+                    successor=resolved or successor,
+                    successor_known=resolved is not None,
+                )
             )
-        self.active = any(v.successor or v.until or v.effective for v in self._versions.values())
+        self._set(versions)
+
+    def _set(self, versions: Iterable[Version]) -> None:
+        self._versions = {v.doc_id: v for v in versions}
+        self.active = any(_dated(v) for v in self._versions.values())
         self._families = self._linked()
+
+    @classmethod
+    def resolved(cls, versions: Iterable[Version]) -> Versions:
+        """Versions whose successors were resolved already (`dated` of a whole corpus, or
+        the part of it a question needs)."""
+        out = cls.__new__(cls)
+        out._set(versions)
+        return out
+
+    def dated(self) -> list[Version]:
+        """The versions that say anything: those with a date or a successor, and the
+        documents named as successors. Every family is whole in it, and `resolved` of it
+        answers every question as this does, for any document."""
+        named = {v.successor for v in self._versions.values() if v.successor_known}
+        return [v for v in self._versions.values() if _dated(v) or v.doc_id in named]
 
     def get(self, doc_id: str) -> Version | None:
         return self._versions.get(doc_id)
@@ -159,7 +205,7 @@ class Versions:
         return live[0] if len(live) == 1 else None
 
     def prefer(
-        self, ranked: list[tuple[int, float]], doc_of: Sequence[str], as_of: dt.date
+        self, ranked: list[tuple[int, float]], doc_of: Mapping[int, str], as_of: dt.date
     ) -> list[tuple[int, float]]:
         """`ranked` without the chunks of out-of-force versions whose family's version in
         force is also in the list: when both versions match, the one in force answers."""
