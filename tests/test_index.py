@@ -18,6 +18,7 @@ from groundqa.errors import (
     IndexVersionError,
     UsageError,
 )
+from groundqa.index import manifest as manifest_module
 from groundqa.index.directory import load_index, write_chunks
 from groundqa.index.lexical import BM25Settings, LexicalIndex
 from groundqa.index.manifest import (
@@ -106,6 +107,25 @@ def test_tampered_file_is_refused(tmp_path: Path) -> None:
     chunks_file.write_text(chunks_file.read_text().replace("11am", "12pm"))
     with pytest.raises(IndexCorruptError, match="does not match its manifest"):
         load_index(tmp_path / "idx")
+
+
+def test_a_file_is_hashed_again_only_when_its_size_or_time_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _build(tmp_path / "idx")
+    build = current_build(tmp_path / "idx")
+    hashed: list[str] = []
+    real = manifest_module._sha256
+    monkeypatch.setattr(
+        manifest_module, "_sha256", lambda path: hashed.append(path.name) or real(path)
+    )
+    load_index(tmp_path / "idx")
+    assert hashed == []  # every file as it was sealed: sizes and times are enough
+    chunks_file = build / "chunks.jsonl"
+    sealed = chunks_file.stat().st_mtime_ns
+    os.utime(chunks_file, ns=(sealed, sealed + 1_000_000_000))  # touched, not changed
+    load_index(tmp_path / "idx")
+    assert hashed == ["chunks.jsonl"]
 
 
 def test_missing_or_incomplete_manifest_is_refused(tmp_path: Path) -> None:
@@ -205,11 +225,18 @@ def test_the_index_package_is_the_protocol_and_the_way_in() -> None:
     exported, loaded = done.stdout.splitlines()
     names = "Manifest Mask Ranked Store bm25_idf current_manifest is_store_url open_store"
     assert exported == str(sorted([*names.split(), "set_gate"]))
-    assert loaded == str(["groundqa.index.base", "groundqa.index.manifest", "groundqa.index.open"])
+    assert loaded == str(
+        [
+            "groundqa.index.base",
+            "groundqa.index.catalog",
+            "groundqa.index.manifest",
+            "groundqa.index.open",
+        ]
+    )
 
 
 DIRECTORY_NAMES = """ACRONYMS BM25_DIR CHUNKS DirectoryStore load_index read_acronyms read_chunks
-    write_acronyms write_chunks"""
+    write_acronyms write_catalog write_chunks"""
 # What importers of `groundqa.index.postgres` use: its reader, its writer and its schema.
 POSTGRES_NAMES = """BATCH CONNECT_TIMEOUT_S HNSW_BUILD_MEMORY_KB LOCK_KEY MIGRATIONS POOL_SIZE
     SCHEMA_VERSION BuildInfo PostgresStore PostgresTarget WriteStats connect ensure_schema

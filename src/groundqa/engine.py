@@ -25,19 +25,19 @@ from groundqa.audit import audited
 from groundqa.conversation import Followup, Vocabulary, standalone
 from groundqa.embed import Embedder, EmbedderOptions, Matrix
 from groundqa.errors import GenerationError, UsageError
+from groundqa.facets import Facets
 from groundqa.gate import READER_FEATURES, Gate, default_gate, gate_features, gate_for
 from groundqa.generate import Evidence, Generation, Generator, get_generator
 from groundqa.index.base import Store
 from groundqa.index.manifest import Manifest
 from groundqa.index.open import open_store
-from groundqa.models import REFUSAL, Answer, Chunk, Hit
+from groundqa.models import REFUSAL, Answer, Chunk, Citation, Hit
 from groundqa.providers import GeneratorOptions
 from groundqa.query import Query, check_k
 from groundqa.read import DEFAULT_READER, READERS, Reader, Reading
 from groundqa.read.model import UNTRAINED_NOTE, load_answer_model
-from groundqa.retrieve import FacetIndex, Retrieval, Retriever
+from groundqa.retrieve import Retrieval, Retriever
 from groundqa.text import Analyzer, PassageTerms
-from groundqa.versions import Versions
 
 
 class Engine:
@@ -130,12 +130,8 @@ class Engine:
         return self.store.acronyms
 
     @property
-    def facets(self) -> FacetIndex:
+    def facets(self) -> Facets:
         return self.retriever.facets
-
-    @property
-    def versions(self) -> Versions:
-        return self.retriever.versions
 
     @property
     def fingerprint(self) -> str:
@@ -148,28 +144,23 @@ class Engine:
         settings = json.dumps(self.gate.to_dict(), sort_keys=True)
         return hashlib.sha256(settings.encode("utf-8")).hexdigest()[:12]
 
-    @cached_property
-    def _row_of(self) -> dict[str, int]:
-        return {c.chunk_id: i for i, c in enumerate(self.store.chunks)}
-
-    @cached_property
-    def _by_doc(self) -> dict[str, list[Chunk]]:
-        docs: dict[str, list[Chunk]] = {}
-        for c in self.store.chunks:
-            docs.setdefault(c.doc_id, []).append(c)
-        return docs
-
     def chunk(self, chunk_id: str) -> Chunk | None:
-        row = self._row_of.get(chunk_id)
-        return None if row is None else self.store.chunks[row]
+        found = self.store.catalog.rows_of([chunk_id])
+        return self.store.catalog.chunks_at([found[chunk_id]])[0] if found else None
 
     def rows_of(self, chunk_ids: Iterable[str]) -> list[int]:
         """Row numbers (positions in `chunks`) of the known chunk ids given."""
-        return [self._row_of[c] for c in chunk_ids if c in self._row_of]
+        ids = list(chunk_ids)
+        found = self.store.catalog.rows_of(ids)
+        return [found[c] for c in ids if c in found]
 
     def document_chunks(self, doc_id: str) -> list[Chunk]:
         """A document's chunks in reading order (empty when the id is unknown)."""
-        return list(self._by_doc.get(doc_id, []))
+        return self.store.catalog.document(doc_id)
+
+    def section_chunks(self, section_id: str) -> list[Chunk]:
+        """A section's chunks in reading order (empty when the id is unknown)."""
+        return self.store.catalog.section(section_id)
 
     def query_embedder(self) -> Embedder:
         return self.retriever.query_embedder()
@@ -184,6 +175,13 @@ class Engine:
         if gen is None:
             gen = self._generators[key] = get_generator(spec, key[1])
         return gen
+
+    def _version_notes(
+        self, citations: Sequence[Citation], as_of: dt.date | None
+    ) -> tuple[str, ...]:
+        """A line for each cited document not in force on `as_of` (today when None)."""
+        docs = [c.doc_id for c in citations]
+        return self.store.catalog.versions(docs).notes(docs, as_of or dt.date.today())
 
     def _place_words(self, text: str) -> set[str]:
         """The folded words of the places (metadata values) that `text` names."""
@@ -362,9 +360,6 @@ class Engine:
                 refused_by="generator" if result.refused else None,
                 prompt_version=result.prompt_version,
                 timings_ms=timings,
-                notes=base.notes
-                + self.versions.notes(
-                    (c.doc_id for c in citations), query.as_of or dt.date.today()
-                ),
+                notes=base.notes + self._version_notes(citations, query.as_of),
             )
         )

@@ -103,7 +103,7 @@ def retrieve_run(
 ) -> Run:
     """Top `depth` documents per query; a document scores as its best chunk."""
     run: Run = {}
-    chunk_depth = min(len(engine.chunks), depth * 3)
+    chunk_depth = min(engine.store.num_docs, depth * 3)
     for qid, text in queries.items():
         scores: dict[str, float] = {}
         for hit in engine.search(text, depth=chunk_depth, retriever=retriever):

@@ -179,11 +179,18 @@ def _listed(ids: Sequence[str], shown: int = 8) -> str:
     return ", ".join(repr(i) for i in ids[:shown]) + more
 
 
+def expected_documents(engine: Engine, probes: Sequence[Probe]) -> dict[str, str]:
+    """The document of each expected section id the index holds."""
+    named = sorted({e for p in probes for e in p.expected})
+    found = ((e, engine.section_chunks(e)) for e in named)
+    return {e: chunks[0].doc_id for e, chunks in found if chunks}
+
+
 def check_expected(engine: Engine, probes: Sequence[Probe]) -> list[str]:
     """The expected section ids the index lacks, sorted. When it lacks every one, the
     probe file was written for another index (or with other ids) and is refused."""
-    known = {c.section_id for c in engine.chunks}
     named = {e for p in probes for e in p.expected}
+    known = set(expected_documents(engine, probes))
     missing = sorted(named - known)
     if missing and len(missing) == len(named):
         raise ProbeError(
@@ -217,7 +224,7 @@ def evaluate_probes(
     missing = check_expected(engine, probes)
     ks = sorted(set(ks))
     # Deep enough that k sections survive collapsing several chunks of one section.
-    depth = min(len(engine.chunks), max(max(ks) * 3, 30))
+    depth = min(engine.store.num_docs, max(max(ks) * 3, 30))
     results: list[ProbeResult] = []
     for probe in probes:
         t0 = time.perf_counter()
@@ -271,7 +278,7 @@ def evaluate_probes(
                 outside_scope=outside,
             )
         )
-    expected_docs = {c.section_id: c.doc_id for c in engine.chunks}
+    expected_docs = expected_documents(engine, probes)
     report = summarise(results, ks, retriever, expected_docs, engine.gate.threshold)
     return replace(
         report,

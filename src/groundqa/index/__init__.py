@@ -3,6 +3,8 @@
     manifest    what a build holds and how it was made; the index directory's builds,
                 its writer lock and the atomic swap of `current`
     base        the `Store` protocol: what the query side needs from a build
+    catalog     the `Catalog` protocol (chunks by key, facets, versions) and its
+                in-memory form
     lexical     the BM25 index (bm25s)
     dense       the vector index (numpy, faiss HNSW)
     directory/  the index directory: `store` reads a build, `target` writes its files

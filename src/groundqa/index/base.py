@@ -7,7 +7,7 @@ and evaluation reach a build only through these methods, so none of them knows
 which store it runs on.
 
 Chunks are addressed by *row*: their position in `chunks`, 0..n-1 within one build.
-A filter or scope is a boolean mask over rows (see `retrieve.FacetIndex`); a store
+A filter or scope is a boolean mask over rows (see `facets`); a store
 returns only allowed rows, and applies the mask before taking the top k, so a
 filter never starves a result list. Scores are the same in both stores: BM25 with
 the `Analyzer`'s terms (Lucene idf, see `bm25_idf`) and the cosine of unit vectors.
@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from groundqa.embed import Matrix
+from groundqa.index.catalog import Catalog
 from groundqa.index.manifest import Manifest
 from groundqa.models import Chunk
 
@@ -48,7 +49,13 @@ class Store(Protocol):
 
     @property
     def chunks(self) -> Sequence[Chunk]:
-        """Every chunk of the build, in row order."""
+        """Every chunk of the build, in row order, for tools that read a whole corpus
+        (evaluation, inspection). Answering a question never reads it: see `catalog`."""
+        ...
+
+    @property
+    def catalog(self) -> Catalog:
+        """Chunks by row, id, document and section, facets and versions, per request."""
         ...
 
     @property

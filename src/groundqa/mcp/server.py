@@ -38,7 +38,6 @@ from groundqa.mcp.results import (
     source_result,
     source_text,
 )
-from groundqa.models import Chunk
 from groundqa.providers import GeneratorOptions
 from groundqa.query import MAX_HISTORY_TURNS, MAX_K, Query, Turn
 from groundqa.retrieve import check_retriever
@@ -225,7 +224,7 @@ class CorpusTools:
             result = source_result(key, "chunk", [chunk])
         elif chunks := self.engine.document_chunks(key):
             result = source_result(key, "document", chunks)
-        elif chunks := self._section(key):
+        elif chunks := self.engine.section_chunks(key):
             result = source_result(key, "section", chunks)
         else:
             raise UsageError(
@@ -233,13 +232,6 @@ class CorpusTools:
                 "ids, or take them from the citations of ask"
             )
         return text_result(source_text(result), result)
-
-    def _section(self, section_id: str) -> list[Chunk]:
-        """A section's chunks, in reading order. A section id names its document before the
-        `#` (`doc_id#Section`); a section that is a whole record (a CSV row) is its own doc."""
-        doc_id, sep, _ = section_id.partition("#")
-        candidates = self.engine.document_chunks(doc_id) if sep else self.engine.chunks
-        return [c for c in candidates if c.section_id == section_id]
 
 
 async def guarded(tool: str, work: Callable[[], CallToolResult]) -> CallToolResult:

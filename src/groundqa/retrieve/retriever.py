@@ -26,13 +26,13 @@ from groundqa.chunking import ChunkerSettings
 from groundqa.definitions import defined_term, defines
 from groundqa.embed import Embedder, EmbedderOptions, Matrix, get_embedder
 from groundqa.errors import UsageError
+from groundqa.facets import Facets
 from groundqa.fusion import Fusion, cap_per_group, mmr
 from groundqa.index.base import Ranked, Store, bm25_idf
 from groundqa.index.dense import check_embedder
-from groundqa.models import Chunk, Hit
+from groundqa.models import Hit
 from groundqa.providers import GeneratorOptions
 from groundqa.query import Query
-from groundqa.retrieve.facets import FacetIndex
 from groundqa.retrieve.plan import (
     DEFAULT_DENSE_PLAN,
     DEFAULT_LEXICAL_PLAN,
@@ -43,7 +43,6 @@ from groundqa.retrieve.plan import (
 )
 from groundqa.retrieve.rerank import Reranker, get_reranker
 from groundqa.text import Analyzer
-from groundqa.versions import Versions
 
 # A reranker re-scores this many of the best hits (or the depth asked for, if more).
 RERANK_DEPTH = 20
@@ -161,26 +160,13 @@ class Retriever:
         return DEFAULT_DENSE_PLAN if self.store.has_vectors else DEFAULT_LEXICAL_PLAN
 
     @property
-    def chunks(self) -> Sequence[Chunk]:
-        return self.store.chunks
-
-    @cached_property
-    def facets(self) -> FacetIndex:
-        return FacetIndex(self.store.chunks)
-
-    @cached_property
-    def versions(self) -> Versions:
-        """Each document's effective dates and successor (see `versions`)."""
-        return Versions.of_chunks(self.store.chunks)
+    def facets(self) -> Facets:
+        return self.store.catalog.facets
 
     @cached_property
     def section_path(self) -> bool:
         """Whether the index holds each chunk's section path (`ChunkerSettings.section_path`)."""
         return ChunkerSettings.from_dict(self.store.manifest.chunker).section_path
-
-    @cached_property
-    def _doc_of_row(self) -> list[str]:
-        return [c.doc_id for c in self.store.chunks]
 
     # Backends loaded on first use -------------------------------------------------------
 
@@ -285,22 +271,31 @@ class Retriever:
             assert dense is not None
             ranked = fuse(plan.fusion, lexical[:pool], dense[:pool])
 
-        chunks = self.store.chunks
+        # The candidates' documents; their text only where a step reads it (a definition
+        # asked for), and the chunks of the hits alone (a store may read them per request).
+        catalog = self.store.catalog
+        rows = [row for row, _ in ranked]
+        doc_of = dict(zip(rows, catalog.doc_ids(rows), strict=True))
         if plan.places == "boost" and places:
-            named = np.zeros(len(chunks), dtype=bool)
+            named = np.zeros(self.store.num_docs, dtype=bool)
             for key, values in places.items():
                 named |= self.facets.rows(key, values)
             ranked = _lift(ranked, lambda row: bool(named[row]), PLACE_BOOST)
         if term is not None:
-            ranked = _lift(ranked, lambda row: defines(chunks[row].text, term), DEFINITION_BOOST)
-        ranked = self.versions.prefer(ranked, self._doc_of_row, query.as_of or dt.date.today())
+            texts = {row: c.text for row, c in zip(rows, catalog.chunks_at(rows), strict=True)}
+            ranked = _lift(ranked, lambda row: defines(texts[row], term), DEFINITION_BOOST)
+        versions = catalog.versions(set(doc_of.values()))
+        ranked = versions.prefer(ranked, doc_of, query.as_of or dt.date.today())
         if plan.cap is not None:
-            ranked = cap_per_group(ranked, lambda r: chunks[r[0]].doc_id, plan.cap, keep)
+            ranked = cap_per_group(ranked, lambda r: doc_of[r[0]], plan.cap, keep)
         if plan.mmr is not None:
             ranked = self._mmr(ranked, plan.mmr, keep)
+        top = ranked[:keep]
         hits = [
-            Hit(chunk=chunks[row], score=score, rank=rank, retriever=plan.spec)
-            for rank, (row, score) in enumerate(ranked[:keep], start=1)
+            Hit(chunk=chunk, score=score, rank=rank, retriever=plan.spec)
+            for rank, ((_, score), chunk) in enumerate(
+                zip(top, catalog.chunks_at([row for row, _ in top]), strict=True), start=1
+            )
         ]
         if rerank is not None:
             hits = rerank.rerank(query.question, hits, top_n=depth)
