@@ -3,8 +3,10 @@ nested metadata, versions in force, and clause references, over small corpora on
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,10 +15,12 @@ from click.testing import CliRunner
 from groundqa.cli import main
 from groundqa.engine import Engine
 from groundqa.errors import UsageError, ValidationBlocked
+from groundqa.index.postgres import PostgresStore
 from groundqa.ingestion import ingest
 from groundqa.loaders import load
 from groundqa.retrieve import PLACE_BOOST
 from groundqa.validate import validate
+from tests.conftest import _fresh_database
 
 DOCS = {
     "federal_burning.md": """---
@@ -87,11 +91,55 @@ def _write(folder: Path, docs: dict[str, str]) -> Path:
     return folder
 
 
+# Every test of an opened index runs on both stores: an index directory, which holds the
+# chunks in memory, and PostgreSQL, which answers facets, versions and chunks per request
+# and must never read the whole corpus to do so.
+STORES = ["directory", "postgresql"]
+
+
+@pytest.fixture(scope="module", params=STORES)
+def index_at(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[str], str]]:
+    """Where to build an index named `name`: a directory, or a database of its own."""
+    with contextlib.ExitStack() as stack:
+        if request.param == "directory":
+            root = tmp_path_factory.mktemp("indexes")
+            yield lambda name: str(root / name)
+            return
+        admin = request.getfixturevalue("pg_admin_url")
+        yield lambda name: stack.enter_context(
+            contextlib.contextmanager(_fresh_database)(admin, vector=False)
+        )
+
+
+def _opened(location: str, engines: list[Engine]) -> Engine:
+    engine = Engine.open(location)
+    engines.append(engine)
+    return engine
+
+
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+def engines() -> Iterator[list[Engine]]:
+    """Every engine a module opened; a PostgreSQL one must not have read the whole corpus."""
+    opened: list[Engine] = []
+    yield opened
+    for engine in opened:
+        if isinstance(engine.store, PostgresStore):
+            assert engine.store._chunks is None, "a question read every chunk"
+            engine.store.close()
+
+
+@pytest.fixture(scope="module")
+def engine(
+    tmp_path_factory: pytest.TempPathFactory,
+    index_at: Callable[[str], str],
+    engines: list[Engine],
+) -> Engine:
     root = tmp_path_factory.mktemp("regulatory")
-    ingest([_write(root / "corpus", DOCS)], root / "idx", dense=None)
-    return Engine.open(root / "idx")
+    location = index_at("idx")
+    ingest([_write(root / "corpus", DOCS)], location, dense=None)
+    return _opened(location, engines)
 
 
 def _docs(hits: list) -> set[str]:  # type: ignore[type-arg]
@@ -222,10 +270,15 @@ effective_date: 2099-01-01
 
 
 @pytest.fixture(scope="module")
-def versioned(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+def versioned(
+    tmp_path_factory: pytest.TempPathFactory,
+    index_at: Callable[[str], str],
+    engines: list[Engine],
+) -> Engine:
     root = tmp_path_factory.mktemp("versions")
-    ingest([_write(root / "c", VERSIONED)], root / "idx", dense=None)
-    return Engine.open(root / "idx")
+    location = index_at("versioned")
+    ingest([_write(root / "c", VERSIONED)], location, dense=None)
+    return _opened(location, engines)
 
 
 def test_when_both_versions_match_the_one_in_force_answers(versioned: Engine) -> None:
@@ -233,7 +286,8 @@ def test_when_both_versions_match_the_one_in_force_answers(versioned: Engine) ->
         "Before what time must power tools not be used on weekdays under the quiet hours rule?"
     )
     # the engine reads the versions from the index (their rules: test_versions.py)
-    assert versioned.versions.family("noise_2023.md") == ["noise_2015.md", "noise_2023.md"]
+    versions = versioned.store.catalog.versions(["noise_2023.md"])
+    assert versions.family("noise_2023.md") == ["noise_2015.md", "noise_2023.md"]
     # The 2015 text matches better ("weekdays"), and without versions it would rank first.
     scores = versioned.search(question, depth=5, as_of=dt.date(2019, 1, 1))
     assert scores[0].chunk.doc_id == "noise_2015.md"

@@ -8,6 +8,8 @@
     groundqa_lexical_<build> each chunk's term counts per field and their tsvector, and where
                              the server has pg_textsearch, the terms as text in BM25 indexes
     groundqa_terms_<build>   each term's document frequency, per field
+    groundqa_facets_<build>  posting lists of metadata values (see `catalog`)
+    groundqa_versions_<build> the documents that declare versions (see `catalog`)
 
 `MIGRATIONS` creates the three catalogue tables; each build's own tables are made by
 `create_build_tables` when an ingest writes it. This module refuses a schema newer than
@@ -226,6 +228,15 @@ class BuildInfo:
     acronyms: dict[str, str]
     stats: dict[str, float]
     bm25_index: dict[str, Any] | None = None
+
+    @property
+    def catalog_tables(self) -> tuple[str, str]:
+        return catalog_tables(self.build_id)
+
+
+def catalog_tables(build_id: str) -> tuple[str, str]:
+    """A build's facet and version tables (builds made before they existed have none)."""
+    return _table("facets", build_id), _table("versions", build_id)
 
 
 def _read_build(cur: Any, url: str, build_id: str | None = None) -> BuildInfo:

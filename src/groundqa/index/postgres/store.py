@@ -20,6 +20,7 @@ import contextlib
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -32,8 +33,10 @@ from groundqa.errors import (
     UsageError,
 )
 from groundqa.index.base import Mask, Ranked
+from groundqa.index.catalog import Catalog, MemoryCatalog
 from groundqa.index.manifest import Manifest
 from groundqa.index.postgres import bm25
+from groundqa.index.postgres.catalog import CHUNK_COLUMNS, SqlCatalog, chunk_of
 from groundqa.index.postgres.schema import (
     CONNECT_TIMEOUT_S,
     BuildInfo,
@@ -44,7 +47,6 @@ from groundqa.index.postgres.schema import (
     _sql,
     _where,
     connect,
-    read_metadata,
     redact,
 )
 from groundqa.models import Chunk
@@ -165,38 +167,40 @@ class PostgresStore:
 
     @property
     def chunks(self) -> list[Chunk]:
-        """Every chunk, read from the database on first use and kept."""
+        """Every chunk, read from the database on first use and kept: for tools that read a
+        whole corpus, and for a build older than its catalogue tables. Serving a build that
+        has them never calls this."""
         if self._chunks is None:
             with self._chunks_lock:
                 if self._chunks is None:
                     self._chunks = self._read_chunks()
         return self._chunks
 
-    def _read_chunks(self) -> list[Chunk]:
-        query = _sql(
-            "SELECT row, chunk_id, doc_id, section_id, title, section_path, text, source, page, "
-            "part, parts, metadata FROM {t} ORDER BY row",
-            t=self.info.chunk_table,
+    @cached_property
+    def catalog(self) -> Catalog:
+        """Chunks, facets and versions by SQL per request; a build written before the
+        catalogue tables existed is served from its chunks in memory, as it used to be."""
+        facets_table, versions_table = self.info.catalog_tables
+        with self._cursor() as cur:
+            cur.execute("SELECT to_regclass(%s) IS NOT NULL", (facets_table,))
+            has_tables = bool(cur.fetchone()[0])
+        if not has_tables:
+            return MemoryCatalog(self.chunks)
+        return SqlCatalog(
+            self._cursor,
+            location=self.location,
+            chunk_table=self.info.chunk_table,
+            facets_table=facets_table,
+            versions_table=versions_table,
+            size=self.num_docs,
         )
+
+    def _read_chunks(self) -> list[Chunk]:
+        query = _sql(f"SELECT {CHUNK_COLUMNS} FROM {{t}} ORDER BY row", t=self.info.chunk_table)
         with self._cursor() as cur:
             cur.execute(query)
             rows = cur.fetchall()
-        chunks = [
-            Chunk(
-                chunk_id=r[1],
-                doc_id=r[2],
-                section_id=r[3],
-                title=r[4],
-                section_path=tuple(r[5]),
-                text=r[6],
-                source=r[7],
-                page=r[8],
-                part=r[9],
-                parts=r[10],
-                **read_metadata(r[11]),
-            )
-            for r in rows
-        ]
+        chunks = [chunk_of(r) for r in rows]
         if len(chunks) != self.num_docs or any(r[0] != i for i, r in enumerate(rows)):
             raise IndexCorruptError(
                 f"{self.location}: build {self.info.build_id} holds {len(chunks)} chunks, its "

@@ -35,6 +35,7 @@ from groundqa.errors import (
 from groundqa.index.dense import text_key
 from groundqa.index.manifest import Manifest
 from groundqa.index.postgres import bm25
+from groundqa.index.postgres.catalog import create_catalog_tables, write_catalog
 from groundqa.index.postgres.schema import (
     BuildInfo,
     _columns,
@@ -45,6 +46,7 @@ from groundqa.index.postgres.schema import (
     _sql,
     _table,
     _where,
+    catalog_tables,
     connect,
     create_build_tables,
     ensure_schema,
@@ -170,7 +172,7 @@ class PostgresTarget:
                 "WHERE NOT complete"
             )
             for build_id, *tables in cur.fetchall():
-                cur.execute(_drop(tables))
+                cur.execute(_drop([*tables, *catalog_tables(build_id)]))
                 cur.execute("DELETE FROM groundqa_builds WHERE build_id = %s", (build_id,))
         self._conn.commit()
 
@@ -216,6 +218,7 @@ class PostgresTarget:
                 dim if embedder else None,
                 bm25_text=version is not None,
             )
+            create_catalog_tables(cur, *catalog_tables(build_id))
         conn.commit()
 
         # Unchanged documents: copied inside the database, vectors and terms included.
@@ -304,8 +307,12 @@ class PostgresTarget:
                 "CREATE INDEX ON {t} USING gin (metadata jsonb_path_ops)",
                 "CREATE INDEX ON {t} (doc_id)",
                 "CREATE INDEX ON {t} (chunk_hash)",
+                "CREATE INDEX ON {t} (chunk_id)",
+                "CREATE INDEX ON {t} (section_id)",
             ):
                 cur.execute(_sql(sql_text, t=chunk_table))
+            # Facets and versions, so that a worker reads them per request (`catalog`).
+            write_catalog(cur, *catalog_tables(build_id), chunks)
         conn.commit()
         stats.timings_s["index_lexical"] = time.perf_counter() - t
         if embedder is not None:
@@ -544,7 +551,7 @@ class PostgresTarget:
                 (list(keep),),
             )
             for build_id, *tables in cur.fetchall():
-                cur.execute(_drop(tables))
+                cur.execute(_drop([*tables, *catalog_tables(build_id)]))
                 cur.execute("DELETE FROM groundqa_builds WHERE build_id = %s", (build_id,))
         self._conn.commit()
 
