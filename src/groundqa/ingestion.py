@@ -26,7 +26,7 @@ from groundqa.chunking import ChunkerSettings, chunk_documents
 from groundqa.embed import Embedder, EmbedderOptions, Matrix, get_embedder
 from groundqa.errors import EmptyCorpusError, GroundqaError, Interrupted, ValidationBlocked
 from groundqa.index.dense import DenseSettings, VectorIndex, describe, read_vectors, text_key
-from groundqa.index.directory import BM25_DIR, write_acronyms, write_chunks
+from groundqa.index.directory import BM25_DIR, write_acronyms, write_catalog, write_chunks
 from groundqa.index.lexical import BM25Settings, LexicalIndex
 from groundqa.index.manifest import (
     Manifest,
@@ -438,6 +438,7 @@ class DirectoryTarget:
             lexical.save(tmp / BM25_DIR)
             reporter.advance(len(chunks))
             write_chunks(tmp, chunks)
+            write_catalog(tmp, chunks)
             write_acronyms(tmp, mine_acronyms(c.text for c in chunks))
             timings["index"] = time.perf_counter() - t_index
             dense_entry: dict[str, Any] = {}

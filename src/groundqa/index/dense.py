@@ -90,7 +90,10 @@ class VectorIndex:
         vectors = read_vectors(directory)
         ann = None
         if (directory / HNSW).is_file():
-            ann = _faiss().read_index(str(directory / HNSW))
+            # The graph is read; the vectors inside it stay memory-mapped, so the processes
+            # that serve one index share them as they share vectors.npy.
+            faiss = _faiss()
+            ann = faiss.read_index(str(directory / HNSW), faiss.IO_FLAG_MMAP_IFC)
         return cls(vectors, ann, ef_search)
 
     def scores(self, query: Matrix) -> npt.NDArray[np.float32]:

@@ -9,10 +9,11 @@ bookkeeping:
       builds/<id>/      manifest.json (written last), chunks.jsonl, bm25/
       .lock             held by a build while it writes
 
-A build writes into `builds/.tmp-*`, records every file's size and sha256 in its
-manifest, then renames itself into place and swaps `current` with one rename.
-A reader resolves `current` once and verifies the manifest against the files,
-so it sees either the previous complete build or the new one, never a mix.
+A build writes into `builds/.tmp-*`, records every file's size, sha256 and modification
+time in its manifest, then renames itself into place and swaps `current` with one rename.
+A reader resolves `current` once and verifies the manifest against the files (hashing a
+file only when its size or time differ from the sealed ones), so it sees either the
+previous complete build or the new one, never a mix.
 A killed build leaves only a `.tmp-*` folder that the next build removes.
 
 This module refuses to open anything it cannot vouch for: a missing or
@@ -207,11 +208,24 @@ def read_manifest(build_dir: Path, *, verify: bool = True) -> Manifest:
                 raise IndexCorruptError(
                     f"{index_dir} is missing {name}; " + _rebuild_hint(index_dir)
                 )
-            if file.stat().st_size != meta["bytes"] or _sha256(file) != meta["sha256"]:
+            if not _sealed(file, meta):
                 raise IndexCorruptError(
                     f"{index_dir}: {name} does not match its manifest; " + _rebuild_hint(index_dir)
                 )
     return manifest
+
+
+def _sealed(file: Path, meta: dict[str, Any]) -> bool:
+    """Whether `file` is the one the manifest sealed. A file with the size and modification
+    time recorded when it was sealed has not been written since and is not hashed again
+    (at a million chunks, hashing every file took longer than the rest of opening); any
+    other, an index copied without its times for one, is hashed."""
+    stat = file.stat()
+    if stat.st_size != meta["bytes"]:
+        return False
+    if meta.get("mtime_ns") == stat.st_mtime_ns:
+        return True
+    return bool(_sha256(file) == meta["sha256"])
 
 
 @contextlib.contextmanager
@@ -270,7 +284,12 @@ def write_build(
         files = {}
         for file in sorted(p for p in tmp.rglob("*") if p.is_file()):
             rel = file.relative_to(tmp).as_posix()
-            files[rel] = {"bytes": file.stat().st_size, "sha256": _sha256(file)}
+            stat = file.stat()
+            files[rel] = {
+                "bytes": stat.st_size,
+                "sha256": _sha256(file),
+                "mtime_ns": stat.st_mtime_ns,
+            }
         sealed = Manifest.from_dict({**manifest.to_dict(), "files": files, "complete": True})
         with (tmp / MANIFEST).open("w", encoding="utf-8") as f:
             json.dump(sealed.to_dict(), f, ensure_ascii=False, indent=1, sort_keys=True)

@@ -15,13 +15,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from groundqa.embed import Matrix
 from groundqa.errors import IndexCorruptError, UsageError
 from groundqa.index.base import Mask, Ranked
+from groundqa.index.catalog import Catalog, MemoryCatalog
 from groundqa.index.dense import VectorIndex
+from groundqa.index.directory.catalog import FileCatalog, has_catalog
 from groundqa.index.lexical import LexicalIndex, top_k
 from groundqa.index.manifest import Manifest, current_build, read_manifest
 from groundqa.models import Chunk
@@ -59,12 +62,14 @@ def read_chunks(directory: Path) -> list[Chunk]:
 
 @dataclass
 class DirectoryStore:
-    """One build of an index directory, loaded into memory: the embedded `Store`."""
+    """One build of an index directory, opened: the embedded `Store`. BM25 and vectors are
+    memory-mapped; chunks are read per request through `catalog` (all of them, parsed, only
+    when `chunks` is asked for)."""
 
     index_dir: Path
     build_dir: Path
     manifest: Manifest
-    chunks: list[Chunk]
+    size: int
     lexical: LexicalIndex
     vectors: VectorIndex | None = None
     acronyms: dict[str, str] = field(default_factory=dict)
@@ -72,6 +77,25 @@ class DirectoryStore:
     @property
     def location(self) -> str:
         return str(self.index_dir)
+
+    @cached_property
+    def chunks(self) -> list[Chunk]:
+        """Every chunk, parsed on first use and kept: for tools that read a whole corpus."""
+        chunks = read_chunks(self.build_dir)
+        if len(chunks) != self.size:
+            raise IndexCorruptError(
+                f"{self.index_dir}: {len(chunks)} chunks stored, {self.size} in the manifest; "
+                "rebuild the index"
+            )
+        return chunks
+
+    @cached_property
+    def catalog(self) -> Catalog:
+        """Chunks by row from the memory-mapped chunks file; a build written before the
+        catalogue files existed, from its chunks parsed into memory."""
+        if has_catalog(self.build_dir):
+            return FileCatalog(self.build_dir, self.build_dir / CHUNKS, self.size)
+        return MemoryCatalog(self.chunks)
 
     @property
     def has_vectors(self) -> bool:
@@ -123,25 +147,28 @@ class DirectoryStore:
 def load_index(index_dir: Path, analyzer: Analyzer | None = None) -> DirectoryStore:
     build_dir = current_build(index_dir)
     manifest = read_manifest(build_dir)
-    chunks = read_chunks(build_dir)
+    size = int(manifest.counts.get("chunks", -1))
     lexical = LexicalIndex.load(
         build_dir / BM25_DIR,
         analyzer or Analyzer(),
         heading_weight=float(manifest.lexical.get("heading_weight", 0.0)),
     )
-    if len(chunks) != manifest.counts.get("chunks") or lexical.num_docs != len(chunks):
+    if lexical.num_docs != size:
         raise IndexCorruptError(
-            f"{index_dir}: {len(chunks)} chunks stored, {lexical.num_docs} indexed, "
-            f"{manifest.counts.get('chunks')} in the manifest; rebuild the index"
+            f"{index_dir}: {lexical.num_docs} chunks indexed, {size} in the manifest; "
+            "rebuild the index"
         )
     vectors = None
     if manifest.dense:
         vectors = VectorIndex.load(build_dir, int(manifest.dense.get("ef_search", 128)))
-        if len(vectors) != len(chunks) or vectors.dim != manifest.dense.get("dim"):
+        if len(vectors) != size or vectors.dim != manifest.dense.get("dim"):
             raise IndexCorruptError(
                 f"{index_dir}: {len(vectors)} vectors of {vectors.dim} dimensions for "
-                f"{len(chunks)} chunks; rebuild the index"
+                f"{size} chunks; rebuild the index"
             )
-    return DirectoryStore(
-        index_dir, build_dir, manifest, chunks, lexical, vectors, read_acronyms(build_dir)
+    store = DirectoryStore(
+        index_dir, build_dir, manifest, size, lexical, vectors, read_acronyms(build_dir)
     )
+    if not has_catalog(build_dir):
+        _ = store.chunks  # an older build: its chunks are checked now, as they always were
+    return store

@@ -15,6 +15,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
+from groundqa.index.directory.catalog import OFFSETS
 from groundqa.index.directory.store import ACRONYMS, CHUNKS
 from groundqa.models import Chunk
 
@@ -26,7 +29,12 @@ def write_acronyms(directory: Path, acronyms: dict[str, str]) -> None:
 
 
 def write_chunks(directory: Path, chunks: Sequence[Chunk]) -> None:
-    with (directory / CHUNKS).open("w", encoding="utf-8") as f:
+    """The chunks file, one JSON object a line, and where each line starts (`catalog`)."""
+    sizes = []
+    with (directory / CHUNKS).open("wb") as f:
         for chunk in chunks:
-            f.write(json.dumps(chunk.to_dict(), ensure_ascii=False, sort_keys=True))
-            f.write("\n")
+            line = json.dumps(chunk.to_dict(), ensure_ascii=False, sort_keys=True) + "\n"
+            data = line.encode("utf-8")
+            f.write(data)
+            sizes.append(len(data))
+    np.save(directory / OFFSETS, np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)]))
