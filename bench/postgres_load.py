@@ -124,13 +124,21 @@ def _machine_busy_s() -> float:
 
 
 def _load(
-    store: str, target: str, workers: int, questions: list[str], postmaster: int
+    store: str,
+    target: str,
+    workers: int,
+    questions: list[str],
+    postmaster: int,
+    *,
+    clients: int = CLIENTS,
+    seconds: float = SECONDS,
+    log_dir: Path = WORK / "postgres_load",
 ) -> dict[str, Any]:
-    log = WORK / "postgres_load" / f"serve-{store}-{workers}.log"
+    log = log_dir / f"serve-{store}-{workers}.log"
     proc, url, ready_s = _start(target, workers, log)
     try:
         _warm_workers(url, questions)
-        asyncio.run(_client(url, questions, CLIENTS, WARMUP_S))
+        asyncio.run(_client(url, questions, clients, WARMUP_S))
         pids = _workers(proc)
         failures: Counter[str] = Counter()
 
@@ -140,7 +148,7 @@ def _load(
 
         before = cpu()
         started = time.perf_counter()
-        result = asyncio.run(_client(url, questions, CLIENTS, SECONDS, failures))
+        result = asyncio.run(_client(url, questions, clients, seconds, failures))
         elapsed = time.perf_counter() - started
         after = cpu()
         pids_after = _workers(proc)

@@ -38,7 +38,12 @@ LOAD = (f"{_PKG}/loaders", f"{_PKG}/validate.py")
 CHUNK = (f"{_PKG}/chunking.py", f"{_PKG}/clauses.py", f"{_PKG}/versions.py")
 INDEX = (f"{_PKG}/index", f"{_PKG}/ingestion.py", f"{_PKG}/text.py", f"{_PKG}/acronyms.py")
 EMBED = (f"{_PKG}/embed",)
-RETRIEVE = (f"{_PKG}/retrieve", f"{_PKG}/fusion.py", f"{_PKG}/definitions.py")
+RETRIEVE = (
+    f"{_PKG}/retrieve",
+    f"{_PKG}/facets.py",
+    f"{_PKG}/fusion.py",
+    f"{_PKG}/definitions.py",
+)
 READ = (f"{_PKG}/read",)
 GATE = (f"{_PKG}/gate",)
 GENERATE = (f"{_PKG}/generate", f"{_PKG}/intent.py", f"{_PKG}/providers.py")
@@ -204,10 +209,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         "Scale: index directory and PostgreSQL, 10,000 and 100,000 chunks",
         "bench/scale.py",
         (
-            *INDEX,
-            f"{_PKG}/retrieve/retriever.py",
-            f"{_PKG}/fusion.py",
-            f"{_PKG}/models.py",
+            *ASK,
+            *EMBED,
+            *SERVE,
+            "bench/realistic.py",
+            "bench/postgres_load.py",
+            "bench/serve_load.py",
             "tests/pgserver.py",
         ),
     ),
@@ -215,10 +222,12 @@ BENCHMARKS: dict[str, Benchmark] = {
         "Scale: index directory and PostgreSQL, 1,000,000 chunks",
         "bench/scale.py",
         (
-            *INDEX,
-            f"{_PKG}/retrieve/retriever.py",
-            f"{_PKG}/fusion.py",
-            f"{_PKG}/models.py",
+            *ASK,
+            *EMBED,
+            *SERVE,
+            "bench/realistic.py",
+            "bench/postgres_load.py",
+            "bench/serve_load.py",
             "tests/pgserver.py",
         ),
     ),

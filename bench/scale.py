@@ -1,22 +1,24 @@
-"""Scale: the index directory and PostgreSQL side by side on synthetic corpora.
+"""Scale: the index directory and PostgreSQL side by side, on corpora of real text and
+real vectors grown to 100k and 1M chunks.
 
-Synthetic chunks (no model runs: 1M real passages cannot be embedded on 2 cores):
-~100 words each, drawn from a Zipf distribution over 30,000 made-up words, five
-chunks per document; vectors are 384-dimensional unit vectors around 256 cluster
-centres (MiniLM's size; clustered like real embeddings, not uniform noise). A query
-is 3 to 5 words of one chunk, none of the 100 most frequent (they play the part of
-stopwords), and a noisy copy of its vector.
+The corpus (bench/realistic.py, which shows the check of its generator against real
+data): SciFact's 7,280 chunks and their all-MiniLM-L6-v2 vectors, then chunks made between
+real neighbours (vector and words alike), five per document, each document in one of 200
+areas of 8 states. Queries are 200 of SciFact's real queries, with their real vectors.
+No model runs at ingest: the vectors are handed in.
 
 Both stores are written through the same code `groundqa ingest` uses after chunking
-(`ingestion.DirectoryTarget` and `index.postgres.PostgresTarget`) with the vectors handed
-in, so ingest rate covers analysis, writing and index building, not embedding. Each
-store and size runs in its own process: peak memory is that process's VmHWM (for
-PostgreSQL, the client's; the server's own memory is its shared buffers plus what an
-index build asks for, reported separately). Latency is one store call for the top 10
-(hybrid: each method's top 100 fused, as the engine asks), after warm-up.
+(`ingestion.DirectoryTarget` and `index.postgres.PostgresTarget`), so ingest rate covers
+analysis, writing and index building, not embedding. Each store and size runs in its own
+process: peak memory is that process's VmHWM (for PostgreSQL, the client's; the server's
+own memory is reported separately). Store latency is one store call for the top 10
+(hybrid: each method's top 100 fused, as the engine asks), after warm-up. Then the query
+process works as a serving worker does, through the `Retriever`: the default plan (hybrid
+with its query steps), and BM25 scoped to an area (the scope hierarchy's masks); its
+resident memory after that is the worker RSS.
 
     python bench/scale.py                       # part of make bench; BENCH_SCALES=10000,100000
-    BENCH_SCALES=1000000 BENCH_SCALE_RESULT=scale_1m python bench/scale.py   # about 1 hour
+    BENCH_SCALES=1000000 BENCH_SCALE_RESULT=scale_1m python bench/scale.py   # hours
     python bench/scale.py --one directory 10000 # one store and size, JSON on stdout
 """
 
@@ -48,6 +50,12 @@ QUERIES = 200
 HEAD = 100  # the most frequent made-up words, which play the part of stopwords
 SCALES = tuple(int(n) for n in os.environ.get("BENCH_SCALES", "10000,100000").split(","))
 SCALE_WORK = WORK.parent / ".work-scale"
+# `groundqa serve` over PostgreSQL at the largest size (BENCH_SCALE_SERVE_S=0: not run).
+SERVE_WORKERS = 2
+SERVE_CLIENTS = 16
+SERVE_SECONDS = float(os.environ.get("BENCH_SCALE_SERVE_S", "60"))
+# The most one step (one store's build, or its queries, at one size) may take.
+STEP_S = int(os.environ.get("BENCH_SCALE_STEP_S", "7200"))
 # The results file: `scale` for make bench; the 1M run is written apart (see docs/postgres.md).
 RESULT = os.environ.get("BENCH_SCALE_RESULT", "scale")
 
@@ -63,7 +71,9 @@ def _words() -> list[str]:
 
 
 def synthetic(n: int) -> tuple[list[Any], np.ndarray, list[tuple[list[str], np.ndarray]]]:
-    """`n` chunks, their vectors, and QUERIES (query words, query vector) pairs."""
+    """`n` made-up chunks (~100 Zipf words each) with clustered vectors, and QUERIES (query
+    words, query vector) pairs: bench/pg_bm25.py's lexical corpus. The scale runs here use
+    `realistic`, whose vectors resemble real ones (these do not: see bench/realistic.py)."""
     from groundqa.models import Chunk
 
     rng = np.random.default_rng(n)
@@ -103,15 +113,49 @@ def synthetic(n: int) -> tuple[list[Any], np.ndarray, list[tuple[list[str], np.n
     return chunks, vectors, queries
 
 
+def realistic(
+    n: int,
+) -> tuple[list[Any], np.ndarray, list[tuple[list[str], np.ndarray]], list[Any], str]:
+    """`n` chunks of real and generated text (bench/realistic.py), their vectors, QUERIES
+    real queries (their words, their vector) to report on, QUERIES others to choose
+    settings on, and the model the vectors come from."""
+    from groundqa.models import Chunk
+    from realistic import corpus, places
+
+    made = corpus(n)
+    chunks = []
+    for i, (text, title) in enumerate(zip(made["texts"], made["titles"], strict=True)):
+        doc, part = divmod(i, CHUNKS_PER_DOC)
+        chunks.append(
+            Chunk(
+                chunk_id=f"c{i}",
+                doc_id=f"d{doc}",
+                section_id=f"d{doc}#{part}",
+                title=title,
+                section_path=(f"Part {part + 1}",),
+                text=text,
+                source=f"generated/d{doc}.md",
+                part=0,
+                parts=1,
+                metadata=places(doc),
+            )
+        )
+    pairs = [
+        (str(q).split(), v) for q, v in zip(made["queries"], made["query_vectors"], strict=True)
+    ]
+    return chunks, made["vectors"], pairs[:QUERIES], pairs[QUERIES : 2 * QUERIES], made["model_id"]
+
+
 class Handed:
-    """An embedder that returns vectors already made, looked up by text."""
+    """An embedder that returns vectors already made, looked up by text. It names the model
+    that made them, so `groundqa serve` embeds questions with that model."""
 
-    name = "synthetic"
-    model_id = "synthetic-384"
+    name = "minilm"
 
-    def __init__(self, texts: list[str], vectors: np.ndarray) -> None:
+    def __init__(self, texts: list[str], vectors: np.ndarray, model_id: str) -> None:
         self.rows = {t: i for i, t in enumerate(texts)}
         self.vectors = vectors
+        self.model_id = model_id
 
     def embed(self, texts: Any, progress: Any = None) -> np.ndarray:
         if list(texts) == ["dimension probe"]:
@@ -224,10 +268,10 @@ def one(kind: str, n: int, url: str | None) -> dict[str, Any]:
     from groundqa.text import Analyzer
 
     t = time.perf_counter()
-    chunks, vectors, queries = synthetic(n)
+    chunks, vectors, queries, tuning, model_id = realistic(n)
     generate_s = time.perf_counter() - t
     texts = [c.index_text(True) for c in chunks]
-    embedder = Handed(texts, vectors)
+    embedder = Handed(texts, vectors, model_id)
     dense, bm25, analyzer = DenseSettings(), BM25Settings(), Analyzer()
     timings: dict[str, float] = {}
 
@@ -272,10 +316,11 @@ def one(kind: str, n: int, url: str | None) -> dict[str, Any]:
         stats = write_postgres(url, chunks, bm25, analyzer, make_manifest, embedder, dense)
         ingest_s = time.perf_counter() - t
         with psycopg.connect(url) as conn:
+            # Every table of the build (chunks, lexical, terms, facets, versions), with its
+            # indexes and TOAST: the database holds this one build only.
             size = conn.execute(
-                "SELECT sum(pg_total_relation_size(quote_ident(chunk_table)) + "
-                "pg_total_relation_size(quote_ident(lexical_table)) + "
-                "pg_total_relation_size(quote_ident(terms_table))) FROM groundqa_builds"
+                "SELECT sum(pg_total_relation_size(oid)) FROM pg_class "
+                "WHERE relkind = 'r' AND relname LIKE 'groundqa\\_%\\_%'"
             ).fetchone()[0]
         result.update(
             ingest_s=round(ingest_s, 1),
@@ -291,8 +336,9 @@ def one(kind: str, n: int, url: str | None) -> dict[str, Any]:
     result["ingest_peak_mb"] = _peak_mb()
     np.savez(
         _queries_file(n),
-        words=np.asarray([" ".join(w) for w, _ in queries]),
-        vectors=np.stack([v for _, v in queries]),
+        words=np.asarray([" ".join(w) for w, _ in queries + tuning]),
+        vectors=np.stack([v for _, v in queries + tuning]),
+        model_id=np.asarray(model_id),
     )
     return result
 
@@ -307,7 +353,9 @@ def query(kind: str, n: int, url: str | None) -> dict[str, Any]:
     from groundqa.text import Analyzer
 
     saved = np.load(_queries_file(n))
-    queries = [(str(w).split(), v) for w, v in zip(saved["words"], saved["vectors"], strict=True)]
+    pairs = [(str(w).split(), v) for w, v in zip(saved["words"], saved["vectors"], strict=True)]
+    queries, tuning = pairs[:QUERIES], pairs[QUERIES:]
+    model_id = str(saved["model_id"])
     t = time.perf_counter()
     if kind == "directory":
         from groundqa.index.directory import load_index
@@ -320,9 +368,106 @@ def query(kind: str, n: int, url: str | None) -> dict[str, Any]:
         store = PostgresStore.open(url)
     result: dict[str, Any] = {"open_s": round(time.perf_counter() - t, 2)}
     result.update(_measure(store, queries))
+    result.update(_worker(store, queries, model_id))
+    result["worker_rss_mb"] = _rss_mb()
+    result["ef_search_sweep"] = _ef_sweep(store, tuning, queries)
     store.close()
     result["query_peak_mb"] = _peak_mb()
     return result
+
+
+class QueryVectors:
+    """The query embedder of a worker: each query's real vector, looked up by its text."""
+
+    name = Handed.name
+
+    def __init__(self, queries: list[tuple[list[str], np.ndarray]], model_id: str) -> None:
+        self.vectors = {" ".join(words): v for words, v in queries}
+        self.model_id = model_id
+
+    def embed(self, texts: Any, progress: Any = None) -> np.ndarray:
+        return np.stack([self.vectors[t] for t in texts])
+
+
+def _worker(
+    store: Any, queries: list[tuple[list[str], np.ndarray]], model_id: str
+) -> dict[str, Any]:
+    """Latency of what a worker runs per question: the default plan, and BM25 scoped to one
+    area (with the state that holds it), top 10, through the `Retriever`."""
+    from groundqa.query import Query
+    from groundqa.retrieve import Retriever
+    from groundqa.text import Analyzer
+    from realistic import AREAS
+
+    retriever = Retriever(store, Analyzer(), embedder=QueryVectors(queries, model_id))  # type: ignore[arg-type]
+    texts = [" ".join(words) for words, _ in queries]
+    plans = {
+        "default_plan": lambda i: Query(texts[i]),
+        "bm25_area_scope": lambda i: Query(
+            texts[i], retriever="bm25", scope={"area": f"Area {i % AREAS}"}
+        ),
+    }
+    out: dict[str, Any] = {}
+    for name, make in plans.items():
+        for i in range(10):
+            retriever.retrieve(make(i), 10)
+        ms = []
+        for i in range(len(texts)):
+            t = time.perf_counter()
+            retriever.retrieve(make(i), 10)
+            ms.append((time.perf_counter() - t) * 1000)
+        out[name] = latency_summary(ms)
+    out["default_plan_name"] = retriever.default_plan
+    return out
+
+
+EF_SEARCH = (32, 64, 128, 256, 512)
+
+
+def _ef_sweep(
+    store: Any, tuning: list[tuple[list[str], np.ndarray]], queries: list[tuple[Any, Any]]
+) -> list[dict[str, Any]] | None:
+    """HNSW recall@10 of exact search and latency at each `ef_search`: on the tuning
+    queries, to choose by, and on the reported ones. None where search is exact."""
+    if hasattr(store, "_uses_ann"):
+        if not store._uses_ann(False):
+            return None
+        dense = store.info.manifest.dense  # what the store reads its ef_search from
+
+        def set_ef(ef: int) -> None:
+            dense["ef_search"] = ef
+    else:
+        if store.vectors is None or store.vectors.ann is None:
+            return None
+
+        def set_ef(ef: int) -> None:
+            store.vectors.ann.hnsw.efSearch = ef
+
+    exact = {
+        name: [{r for r, _ in store.vector_search(v, 10, exact=True)} for _, v in pairs]
+        for name, pairs in (("tuning", tuning), ("reported", queries))
+    }
+    out = []
+    for ef in EF_SEARCH:
+        set_ef(ef)
+        row: dict[str, Any] = {"ef_search": ef}
+        for name, pairs in (("tuning", tuning), ("reported", queries)):
+            ms, recall = [], []
+            for (_, v), truth in zip(pairs, exact[name], strict=True):
+                t = time.perf_counter()
+                found = {r for r, _ in store.vector_search(v, 10)}
+                ms.append((time.perf_counter() - t) * 1000)
+                recall.append(len(found & truth) / max(len(truth), 1))
+            row[name] = {"recall_at_10": round(float(np.mean(recall)), 4), **latency_summary(ms)}
+        out.append(row)
+    return out
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
 
 
 def _run_one(kind: str, n: int, url: str | None) -> dict[str, Any]:
@@ -330,11 +475,41 @@ def _run_one(kind: str, n: int, url: str | None) -> dict[str, Any]:
     result: dict[str, Any] = {"store": kind, "chunks": n}
     for step in ("--one", "--query"):
         args = [sys.executable, __file__, step, kind, str(n)] + ([url] if url else [])
-        proc = subprocess.run(args, capture_output=True, text=True)
+        try:
+            proc = subprocess.run(args, capture_output=True, text=True, timeout=STEP_S)
+        except subprocess.TimeoutExpired:
+            stopped = f"{step[2:]} step stopped by the benchmark's limit of {STEP_S} s"
+            return {**result, "error": [f"{stopped} (BENCH_SCALE_STEP_S)"]}
         if proc.returncode != 0:
             return {**result, "error": proc.stderr.strip().splitlines()[-1:]}
         result.update(json.loads(proc.stdout.strip().splitlines()[-1]))
     return result
+
+
+def _serve_load(url: str, data_dir: Path) -> dict[str, Any]:
+    """`groundqa serve --workers SERVE_WORKERS` over the store, SERVE_CLIENTS concurrent
+    clients asking the real queries for SERVE_SECONDS (bench/postgres_load.py's harness:
+    the server embeds each question itself, with the model the vectors came from)."""
+    import postgres_load
+    from realistic import base
+
+    questions = base()["queries"][:QUERIES]
+    postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+    log_dir = SCALE_WORK / "serve"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return postgres_load._load(
+            "postgresql",
+            url,
+            SERVE_WORKERS,
+            questions,
+            postmaster,
+            clients=SERVE_CLIENTS,
+            seconds=SERVE_SECONDS,
+            log_dir=log_dir,
+        )
+    except RuntimeError as exc:  # the server did not start: recorded, not raised
+        return {"error": str(exc)[-500:]}
 
 
 def _fresh_database(admin: str, name: str) -> str:
@@ -406,6 +581,9 @@ def run() -> dict[str, Any]:
     # The pg_textsearch flavour: PostgreSQL 17 with pgvector and the BM25 index the store
     # uses where the server has it (bench/pg_bm25.py compares it with SQL BM25).
     admin = pgserver.start(data_dir, fast=False, flavor="bm25")
+    from realistic import check
+
+    generator_check = check()  # also makes the real base on first use, before any step
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     try:
@@ -414,18 +592,45 @@ def run() -> dict[str, Any]:
             url = _fresh_database(admin, f"scale_{n}")
             with ServerMemory(data_dir) as server:
                 row = _run_one("postgresql", n, url)
+                if n == max(SCALES) and SERVE_SECONDS > 0 and "error" not in row:
+                    row["serve"] = _serve_load(url, data_dir)
             row["server_peak_mb"] = server.peak_mb
             rows.append(row)
     finally:
         pgserver.stop(data_dir, flavor="bm25")
         shutil.rmtree(data_dir, ignore_errors=True)
-    data = {"machine": machine(), "dim": DIM, "queries": QUERIES, "runs": rows}
+    data = {
+        "machine": machine(),
+        "dim": DIM,
+        "queries": QUERIES,
+        "generator_check": generator_check,
+        "runs": rows,
+    }
     data["seconds"] = round(time.perf_counter() - started, 1)
-    write_result(RESULT, data, _markdown(rows))
+    write_result(RESULT, data, _markdown(rows, generator_check))
     return data
 
 
-def _markdown(rows: list[dict[str, Any]]) -> str:
+def _check_table(checked: dict[str, Any]) -> list[str]:
+    sides = [k for k in checked if isinstance(checked[k], dict)]
+    stats = list(checked[sides[0]])
+    return [
+        f"Generator check (bench/realistic.py): {checked['queries']} real SciFact queries "
+        f"searched exactly in {checked['size']:,} real chunks, in as many chunks generated "
+        "from the other half of the real ones, and in the clustered vectors this benchmark "
+        "used before; medians over the queries.",
+        "",
+        "| corpus | " + " | ".join(stats) + " |",
+        "|---|" + "---:|" * len(stats),
+        *(
+            f"| {side} | " + " | ".join(str(checked[side][m]) for m in stats) + " |"
+            for side in sides
+        ),
+        "",
+    ]
+
+
+def _markdown(rows: list[dict[str, Any]], checked: dict[str, Any]) -> str:
     def cell(r: dict[str, Any], key: str, sub: str | None = None) -> str:
         value = r.get(key, "")
         if sub is not None and isinstance(value, dict):
@@ -433,12 +638,14 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
         return str(value)
 
     lines = [
-        "## Scale: index directory and PostgreSQL on synthetic corpora",
+        "## Scale: index directory and PostgreSQL on real text and vectors, grown",
         "",
         f"`BENCH_SCALES={','.join(str(n) for n in SCALES)} BENCH_SCALE_RESULT={RESULT} "
         f"python bench/scale.py` ({'part of `make bench`' if RESULT == 'scale' else 'run apart'}"
-        f", {', '.join(f'{n:,}' for n in SCALES)} chunks). Synthetic text and {DIM}-dimension "
-        "clustered vectors, no embedding; both stores written by the code `groundqa ingest` "
+        f", {', '.join(f'{n:,}' for n in SCALES)} chunks). SciFact's chunks and MiniLM vectors, "
+        "grown with chunks made between real neighbours (bench/realistic.py; its check is "
+        "below); queries are real SciFact queries with their real vectors; no embedding at "
+        "ingest; both stores written by the code `groundqa ingest` "
         "runs after chunking; each store and size in its own process. PostgreSQL 17.9 with "
         "pgvector 0.8 and pg_textsearch 0.6 (BM25 through its index, see bench/pg_bm25.py) on "
         "the same 2 cores, default server settings (fsync on), HNSW m=32, "
@@ -447,12 +654,17 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
         f"{QUERIES} queries, top 10 (hybrid: each method's top 100 fused by RRF). Query peak "
         "MB is the querying process's peak resident set: for the index directory it counts "
         "the pages of its memory-mapped BM25 and vector files that the queries touched, "
-        "which the processes serving one index share.",
+        "which the processes serving one index share. Worker: the same process asking "
+        "through the `Retriever` as a serving worker does (the default plan, and BM25 scoped "
+        "to one area); worker RSS is its resident memory after all of it.",
         "",
+        *_check_table(checked),
         "| store | chunks | ingest s | chunks/s | lexical index s | vector index s | disk MB | "
         "open s | lexical p50/p95 ms | vector p50/p95 ms | exact vector p50/p95 ms | "
-        "hybrid p50/p95 ms | vector recall@10 of exact | ingest peak MB | query peak MB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "hybrid p50/p95 ms | vector recall@10 of exact | worker default plan p50/p95 ms | "
+        "worker BM25 area-scoped p50/p95 ms | ingest peak MB | query peak MB | worker RSS MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "---:|",
     ]
     for r in rows:
         if "ingest_s" not in r:
@@ -464,8 +676,8 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
             lines.append(
                 f"| {r['store']} | {r['chunks']:,} | {r['ingest_s']} | "
                 f"{int(r['ingest_chunks_per_s']):,} | {r['index_lexical_s']} | "
-                f"{r['index_vectors_s']} | {r['disk_mb']} | {unmeasured} | | | | | | "
-                f"{r['ingest_peak_mb']}{server} | |"
+                f"{r['index_vectors_s']} | {r['disk_mb']} | {unmeasured} | | | | | | | | "
+                f"{r['ingest_peak_mb']}{server} | | |"
             )
             continue
         server = f" (+ server {r['server_peak_mb']})" if "server_peak_mb" in r else ""
@@ -486,13 +698,70 @@ def _markdown(rows: list[dict[str, Any]]) -> str:
                         for m in ("lexical", "vector", "vector_exact", "hybrid")
                     ),
                     cell(r, "vector_recall_at_10_of_exact"),
+                    *(
+                        f"{r[m]['p50_ms']:.2f} / {r[m]['p95_ms']:.2f}"
+                        for m in ("default_plan", "bm25_area_scope")
+                    ),
                     cell(r, "ingest_peak_mb") + server,
                     cell(r, "query_peak_mb"),
+                    cell(r, "worker_rss_mb"),
                 ]
             )
             + " |"
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _sweep_table(rows) + _serve_table(rows)) + "\n"
+
+
+def _sweep_table(rows: list[dict[str, Any]]) -> list[str]:
+    swept = [r for r in rows if r.get("ef_search_sweep")]
+    if not swept:
+        return []
+    out = [
+        "",
+        "HNSW `ef_search` (the build's m and ef_construction as above): recall@10 of exact "
+        f"search and p50 of one vector search, on {QUERIES} other real queries (to choose by) "
+        f"and on the {QUERIES} reported above.",
+        "",
+        "| store | chunks | ef_search | recall@10, choosing queries | p50 ms | "
+        "recall@10, reported queries | p50 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in swept:
+        for e in r["ef_search_sweep"]:
+            out.append(
+                f"| {r['store']} | {r['chunks']:,} | {e['ef_search']} | "
+                f"{e['tuning']['recall_at_10']} | {e['tuning']['p50_ms']:.2f} | "
+                f"{e['reported']['recall_at_10']} | {e['reported']['p50_ms']:.2f} |"
+            )
+    return out
+
+
+def _serve_table(rows: list[dict[str, Any]]) -> list[str]:
+    served = [r for r in rows if "serve" in r]
+    if not served:
+        return []
+    out = [
+        "",
+        f"`groundqa serve --store postgresql://... --workers {SERVE_WORKERS}` at the largest "
+        f"size: {SERVE_CLIENTS} concurrent clients for {SERVE_SECONDS:.0f} s, result cache off, "
+        "the real queries embedded by the server (bench/postgres_load.py's harness; server, "
+        "PostgreSQL and clients on the same 2 cores).",
+        "",
+        "| chunks | requests | req/s | p50 ms | p99 ms | errors | workers answering | "
+        "workers' peak RSS MB (sum) | workers' PSS MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in served:
+        v = r["serve"]
+        if "error" in v:
+            out.append(f"| {r['chunks']:,} | not measured: {v['error']} | | | | | | | |")
+            continue
+        out.append(
+            f"| {r['chunks']:,} | {v['requests']} | {v['throughput_rps']} | {v['p50_ms']} | "
+            f"{v['p99_ms']} | {v['errors']} | {v['workers_answering']} | "
+            f"{v['workers_peak_rss_mb']} | {v['workers_pss_mb']} |"
+        )
+    return out
 
 
 def main() -> None:
