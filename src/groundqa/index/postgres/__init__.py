@@ -9,6 +9,8 @@
     groundqa_lexical_<build> each chunk's term counts per field as JSONB and, generated from
                              them, a tsvector (GIN index); narrow, so BM25 reads no text
     groundqa_terms_<build>   each term's document frequency, per field
+    groundqa_facets_<build>  posting lists of metadata values, per key and folded value
+    groundqa_versions_<build> the documents that declare versions, resolved at ingest
 
 The terms are the `Analyzer`'s: the tsvector is generated from the term counts with
 `array_to_tsvector`, not by PostgreSQL's parser, which would split some of them, because
@@ -27,6 +29,8 @@ embedded before keeps its vector, so an update re-embeds only what changed.
 
     schema   connections, the schema and its migrations, each build's tables
     store    `PostgresStore`: reads and searches one build (the query side)
+    catalog  `SqlCatalog`: chunks, facets and versions read per request, so a worker
+             holds no corpus; and the ingest's writing of the facet and version tables
     target   `PostgresTarget`: writes builds (the ingest side), and `update_gate`
 """
 
