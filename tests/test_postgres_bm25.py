@@ -98,6 +98,7 @@ def test_indexed_search_equals_exhaustive_sql_for_any_query_k_and_filter(
             return real_propose(*args, **kw)
 
         monkeypatch.setattr(indexed, "_propose", counting)
+        indexed.direct_rows = 0  # every filter through the index, however few rows it keeps
         for i in range(160):
             terms = rng.choices(words[:40] if i % 3 == 0 else words, k=rng.randint(1, 6))
             if i % 4 == 0:
@@ -125,6 +126,35 @@ def test_indexed_search_equals_exhaustive_sql_for_any_query_k_and_filter(
             assert f"Index Scan using {index.head}" in _plan(indexed, 1, rows)
         # (one list per field a round: two calls settle most queries at once)
         assert max(rounds) > 2 and Counter(rounds)[2] > len(rounds) // 3
+    finally:
+        indexed.close()
+        exhaustive.close()
+
+
+def test_a_filter_that_keeps_few_chunks_is_scored_over_them_directly(
+    built: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    indexed, exhaustive = PostgresStore.open(built), PostgresStore.open(built, bm25_index=False)
+    try:
+        proposed: list[int] = []
+        real_propose = indexed._propose
+        monkeypatch.setattr(
+            indexed, "_propose", lambda *a, **kw: proposed.append(1) or real_propose(*a, **kw)
+        )
+        n = indexed.num_docs
+        few = np.zeros(n, dtype=bool)
+        few[::9] = True
+        indexed.direct_rows = int(few.sum())
+        terms = Analyzer().terms("wbaa wcaa wdaa")
+        assert indexed.lexical_search(terms, 10, few) == exhaustive.lexical_search(terms, 10, few)
+        assert proposed == []  # scored in SQL over the allowed rows
+        assert indexed.lexical_search(terms, 10) == exhaustive.lexical_search(terms, 10)
+        assert proposed  # unfiltered, through the index
+        more = few.copy()
+        more[1] = not few[1]
+        proposed.clear()
+        assert indexed.lexical_search(terms, 10, more) == exhaustive.lexical_search(terms, 10, more)
+        assert proposed  # one chunk over the limit: through the index
     finally:
         indexed.close()
         exhaustive.close()

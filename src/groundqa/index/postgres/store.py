@@ -56,6 +56,11 @@ POOL_SIZE = 8
 # list is made twice as deep until the top k is certain (see `bm25`).
 PROPOSE_PER_RESULT = 2
 PROPOSE_MIN = 20
+# A filter or scope that leaves at most this many chunks is scored over them directly in
+# SQL: the index, which reads chunks in score order, would pass over about (allowed share)⁻¹
+# of them for each one it keeps. Both ways give the same ranking (the exhaustive one).
+# Set a priori, from that estimate; not tuned on any query set.
+DIRECT_ROWS = 5000
 SQL_BM25_NOTE = "exhaustive BM25 in SQL over the GIN index; suits up to about 100k chunks"
 
 
@@ -87,6 +92,7 @@ class PostgresStore:
         self._bm25 = bm25_index
         self._lexical_note = lexical_note
         self.bm25_wanted = bm25_wanted  # what `reopen` asks for again
+        self.direct_rows = DIRECT_ROWS
 
     @classmethod
     def open(
@@ -230,7 +236,7 @@ class PostgresStore:
         if k <= 0 or not any(terms):
             return []
         rows = None if allowed is None else np.flatnonzero(allowed).astype(np.int32).tolist()
-        if self._bm25 is not None:
+        if self._bm25 is not None and (rows is None or len(rows) > self.direct_rows):
             return self._indexed_search(self._bm25, terms, k, rows)
         return self._scored(terms, k, rows, match=True)
 
