@@ -39,6 +39,11 @@ def test_every_lookup_equals_the_in_memory_catalogue(opened: Engine) -> None:
     store = opened.store
     assert isinstance(store, PostgresStore) and isinstance(store.catalog, SqlCatalog)
     same_as_in_memory(store.catalog, store._read_chunks())  # the reference, read aside
+    with psycopg.connect(store.url) as conn:
+        kinds = conn.execute(
+            f'SELECT DISTINCT packed FROM "{store.info.catalog_tables[0]}"'
+        ).fetchall()
+    assert sorted(kinds) == [(False,), (True,)]  # row numbers and bitmaps both compared
     assert store._chunks is None  # none of it read the corpus into the store
 
 

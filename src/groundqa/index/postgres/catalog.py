@@ -5,9 +5,11 @@ indexed query:
 
     groundqa_chunks_<build>    chunks by row (primary key), chunk id, document, section
     groundqa_facets_<build>    per metadata key and folded value: the value as written, the
-                               rows that carry it (int4[]), for an area the states its
-                               chunks carry; one row per key with no value holds every row
-                               that carries the key. Keyed by (key, value).
+                               rows that carry it, for an area the states its chunks carry;
+                               one row per key with no value holds every row that carries
+                               the key. Keyed by (key, value). Rows are stored as bytes:
+                               int32 row numbers, or a bitmap over all rows when that is
+                               smaller (more than one chunk in 32 carries the value)
     groundqa_versions_<build>  the documents that declare a date or a successor, and the
                                successors they name, resolved at ingest, with the family
                                each belongs to
@@ -71,8 +73,8 @@ def chunk_of(r: Sequence[Any]) -> Chunk:
 def create_catalog_tables(cur: Any, facets_table: str, versions_table: str) -> None:
     cur.execute(
         _sql(
-            "CREATE TABLE {t} (key text NOT NULL, value text, shown text, rows int4[] NOT NULL,"
-            " states text[])",
+            "CREATE TABLE {t} (key text NOT NULL, value text, shown text, rows bytea NOT NULL,"
+            " packed boolean NOT NULL, states text[])",
             t=facets_table,
         )
     )
@@ -90,10 +92,10 @@ def write_catalog(
 ) -> None:
     """Fill a build's facet and version tables from its chunks (in row order), and index
     them."""
-    copy_sql = _sql("COPY {t} (key, value, shown, rows, states) FROM STDIN", t=facets_table)
+    copy_sql = _sql("COPY {t} (key, value, shown, rows, packed, states) FROM STDIN", t=facets_table)
     with cur.copy(copy_sql) as copy:
-        for record in FacetIndex(chunks).records():
-            copy.write_row(record)
+        for key, value, shown, rows, states in FacetIndex(chunks).records():
+            copy.write_row([key, value, shown, *_encode(rows, len(chunks)), states])
     cur.execute(_sql("CREATE INDEX ON {t} (key, value)", t=facets_table))
     versions = Versions.of_chunks(chunks)
     with cur.copy(_sql("COPY {t} (doc_id, family, version) FROM STDIN", t=versions_table)) as copy:
@@ -101,6 +103,22 @@ def write_catalog(
             family = min(versions.family(v.doc_id))
             copy.write_row([v.doc_id, family, json.dumps(v.to_dict())])
     cur.execute(_sql("CREATE INDEX ON {t} (family)", t=versions_table))
+
+
+def _encode(rows: Sequence[int], size: int) -> tuple[bytes, bool]:
+    """Rows as int32 numbers, or as a bitmap over `size` rows when that is smaller."""
+    if len(rows) * 32 > size:
+        mask = np.zeros(size, dtype=bool)
+        mask[np.asarray(rows, dtype=np.int64)] = True
+        return np.packbits(mask).tobytes(), True
+    return np.asarray(rows, dtype="<i4").tobytes(), False
+
+
+def _decode(data: bytes, packed: bool, size: int) -> npt.NDArray[np.int64]:
+    if packed:
+        bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8), count=size)
+        return np.flatnonzero(bits).astype(np.int64)
+    return np.frombuffer(data, dtype="<i4").astype(np.int64)
 
 
 # ------------------------------------------------------------------ reading
@@ -143,21 +161,28 @@ class SqlFacets(Facets):
         with self._cursor() as cur:
             cur.execute(
                 _sql(
-                    "SELECT value, rows FROM {t} WHERE key = %s AND value = ANY(%s)", t=self._table
+                    "SELECT value, rows, packed FROM {t} WHERE key = %s AND value = ANY(%s)",
+                    t=self._table,
                 ),
                 (key, list(values)),
             )
-            return {str(v): np.asarray(rows, dtype=np.int64) for v, rows in cur.fetchall()}
+            return {str(v): _decode(r, p, self.size) for v, r, p in cur.fetchall()}
 
     def carries(self, key: str) -> npt.NDArray[np.bool_]:
         out = np.zeros(self.size, dtype=bool)
         with self._cursor() as cur:
             cur.execute(
-                _sql("SELECT rows FROM {t} WHERE key = %s AND value IS NULL", t=self._table),
+                _sql(
+                    "SELECT rows, packed FROM {t} WHERE key = %s AND value IS NULL",
+                    t=self._table,
+                ),
                 (key.casefold(),),
             )
-            for (rows,) in cur.fetchall():
-                out[np.asarray(rows, dtype=np.int64)] = True
+            for rows, packed in cur.fetchall():
+                if packed:
+                    out |= np.unpackbits(np.frombuffer(rows, dtype=np.uint8), count=self.size) > 0
+                else:
+                    out[_decode(rows, packed, self.size)] = True
         return out
 
     def _states_of(self, areas: Sequence[str]) -> list[str]:
