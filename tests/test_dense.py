@@ -376,3 +376,15 @@ def test_an_edit_embeds_only_the_changed_chunks_and_answers_as_a_fresh_build(
     assert target.current_manifest() is not None  # the build it may reuse, verified
     assert target._known_vectors(Model(updated.manifest.dense["model_id"]))  # type: ignore[arg-type]
     assert target._known_vectors(Model("another-model")) == {}  # type: ignore[arg-type]
+
+
+def test_ef_search_grows_with_the_index_through_the_measured_points() -> None:
+    from groundqa.index.dense import ann_ef_search
+
+    assert ann_ef_search(128, 5_000) == 128  # small indexes keep the build's setting
+    assert ann_ef_search(128, 100_000) == 128  # measured: 0.98 of exact recall@10
+    assert ann_ef_search(128, 1_000_000) == 512  # measured at 1M
+    sizes = [100_000, 200_000, 500_000, 1_000_000, 5_000_000]
+    grown = [ann_ef_search(128, n) for n in sizes]
+    assert grown == sorted(grown) and grown[-1] == 1000  # capped at pgvector's limit
+    assert ann_ef_search(600, 100_000) == 600  # a higher setting in the build is kept

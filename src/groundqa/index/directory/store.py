@@ -23,7 +23,7 @@ from groundqa.embed import Matrix
 from groundqa.errors import IndexCorruptError, UsageError
 from groundqa.index.base import Mask, Ranked
 from groundqa.index.catalog import Catalog, MemoryCatalog
-from groundqa.index.dense import VectorIndex
+from groundqa.index.dense import VectorIndex, ann_ef_search
 from groundqa.index.directory.catalog import FileCatalog, has_catalog
 from groundqa.index.lexical import LexicalIndex, top_k
 from groundqa.index.manifest import Manifest, current_build, read_manifest
@@ -160,7 +160,8 @@ def load_index(index_dir: Path, analyzer: Analyzer | None = None) -> DirectorySt
         )
     vectors = None
     if manifest.dense:
-        vectors = VectorIndex.load(build_dir, int(manifest.dense.get("ef_search", 128)))
+        ef_search = ann_ef_search(int(manifest.dense.get("ef_search", 128)), size)
+        vectors = VectorIndex.load(build_dir, ef_search)
         if len(vectors) != size or vectors.dim != manifest.dense.get("dim"):
             raise IndexCorruptError(
                 f"{index_dir}: {len(vectors)} vectors of {vectors.dim} dimensions for "

@@ -34,6 +34,7 @@ from groundqa.errors import (
 )
 from groundqa.index.base import Mask, Ranked
 from groundqa.index.catalog import Catalog, MemoryCatalog
+from groundqa.index.dense import ann_ef_search
 from groundqa.index.manifest import Manifest
 from groundqa.index.postgres import bm25
 from groundqa.index.postgres.catalog import CHUNK_COLUMNS, SqlCatalog, chunk_of
@@ -493,7 +494,8 @@ class PostgresStore:
     def _vector_settings(self, cur: Any, k: int, exact: bool) -> None:
         """Exact search scans every (allowed) row; approximate walks the HNSW graph."""
         if self._uses_ann(exact):
-            ef = max(int(self.info.manifest.dense.get("ef_search", 128)), k)
+            configured = int(self.info.manifest.dense.get("ef_search", 128))
+            ef = max(ann_ef_search(configured, self.num_docs), k)
             cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(ef, 1000)),))
             cur.execute("SELECT set_config('enable_seqscan', 'off', true)")
         else:
