@@ -231,6 +231,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             "tests/pgserver.py",
         ),
     ),
+    "ann": Benchmark(
+        "HNSW ef_search in the index directory at 1,000,000 chunks",
+        "bench/ann.py",
+        (*INDEX, *EMBED, "bench/scale.py", "bench/realistic.py"),
+    ),
     "audit": Benchmark(
         "Audit: the token screen on SciFact claims",
         "bench/audit.py",

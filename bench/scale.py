@@ -425,7 +425,10 @@ EF_SEARCH = (32, 64, 128, 256, 512)
 
 
 def _ef_sweep(
-    store: Any, tuning: list[tuple[list[str], np.ndarray]], queries: list[tuple[Any, Any]]
+    store: Any,
+    tuning: list[tuple[list[str], np.ndarray]],
+    queries: list[tuple[Any, Any]],
+    efs: tuple[int, ...] = EF_SEARCH,
 ) -> list[dict[str, Any]] | None:
     """HNSW recall@10 of exact search and latency at each `ef_search`: on the tuning
     queries, to choose by, and on the reported ones. None where search is exact."""
@@ -448,7 +451,7 @@ def _ef_sweep(
         for name, pairs in (("tuning", tuning), ("reported", queries))
     }
     out = []
-    for ef in EF_SEARCH:
+    for ef in efs:
         set_ef(ef)
         row: dict[str, Any] = {"ef_search": ef}
         for name, pairs in (("tuning", tuning), ("reported", queries)):
