@@ -435,7 +435,13 @@ def _ef_sweep(
     if hasattr(store, "_uses_ann"):
         if not store._uses_ann(False):
             return None
-        dense = store.info.manifest.dense  # what the store reads its ef_search from
+        import groundqa.index.postgres.store as pg_store
+
+        # The store reads ef_search from the build's manifest and raises it with the size
+        # (`ann_ef_search`); the sweep sets it as it is, for the length of the sweep.
+        dense = store.info.manifest.dense
+        grown = pg_store.ann_ef_search
+        pg_store.ann_ef_search = lambda configured, size: configured  # type: ignore[assignment]
 
         def set_ef(ef: int) -> None:
             dense["ef_search"] = ef
@@ -463,6 +469,8 @@ def _ef_sweep(
                 recall.append(len(found & truth) / max(len(truth), 1))
             row[name] = {"recall_at_10": round(float(np.mean(recall)), 4), **latency_summary(ms)}
         out.append(row)
+    if hasattr(store, "_uses_ann"):
+        pg_store.ann_ef_search = grown
     return out
 
 
