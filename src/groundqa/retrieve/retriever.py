@@ -30,7 +30,7 @@ from groundqa.facets import Facets
 from groundqa.fusion import Fusion, cap_per_group, mmr
 from groundqa.index.base import Ranked, Store, bm25_idf
 from groundqa.index.dense import check_embedder
-from groundqa.models import Hit
+from groundqa.models import Chunk, Hit
 from groundqa.providers import GeneratorOptions
 from groundqa.query import Query
 from groundqa.retrieve.plan import (
@@ -281,9 +281,10 @@ class Retriever:
             for key, values in places.items():
                 named |= self.facets.rows(key, values)
             ranked = _lift(ranked, lambda row: bool(named[row]), PLACE_BOOST)
+        read: dict[int, Chunk] = {}
         if term is not None:
-            texts = {row: c.text for row, c in zip(rows, catalog.chunks_at(rows), strict=True)}
-            ranked = _lift(ranked, lambda row: defines(texts[row], term), DEFINITION_BOOST)
+            read.update(zip(rows, catalog.chunks_at(rows), strict=True))
+            ranked = _lift(ranked, lambda row: defines(read[row].text, term), DEFINITION_BOOST)
         versions = catalog.versions(set(doc_of.values()))
         ranked = versions.prefer(ranked, doc_of, query.as_of or dt.date.today())
         if plan.cap is not None:
@@ -291,11 +292,11 @@ class Retriever:
         if plan.mmr is not None:
             ranked = self._mmr(ranked, plan.mmr, keep)
         top = ranked[:keep]
+        unread = [row for row, _ in top if row not in read]
+        read.update(zip(unread, catalog.chunks_at(unread), strict=True))
         hits = [
-            Hit(chunk=chunk, score=score, rank=rank, retriever=plan.spec)
-            for rank, ((_, score), chunk) in enumerate(
-                zip(top, catalog.chunks_at([row for row, _ in top]), strict=True), start=1
-            )
+            Hit(chunk=read[row], score=score, rank=rank, retriever=plan.spec)
+            for rank, (row, score) in enumerate(top, start=1)
         ]
         if rerank is not None:
             hits = rerank.rerank(query.question, hits, top_n=depth)
