@@ -16,7 +16,7 @@ gate the index has, and says where that gate was calibrated on another plan.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -186,11 +186,14 @@ def expected_documents(engine: Engine, probes: Sequence[Probe]) -> dict[str, str
     return {e: chunks[0].doc_id for e, chunks in found if chunks}
 
 
-def check_expected(engine: Engine, probes: Sequence[Probe]) -> list[str]:
+def check_expected(
+    engine: Engine, probes: Sequence[Probe], documents: Mapping[str, str] | None = None
+) -> list[str]:
     """The expected section ids the index lacks, sorted. When it lacks every one, the
-    probe file was written for another index (or with other ids) and is refused."""
+    probe file was written for another index (or with other ids) and is refused.
+    `documents` is `expected_documents` when the caller has it already."""
     named = {e for p in probes for e in p.expected}
-    known = set(expected_documents(engine, probes))
+    known = set(expected_documents(engine, probes) if documents is None else documents)
     missing = sorted(named - known)
     if missing and len(missing) == len(named):
         raise ProbeError(
@@ -221,7 +224,8 @@ def evaluate_probes(
     Expected ids the index lacks are listed in `missing_expected` (see `check_expected`).
     """
     retriever = retriever or engine.default_retriever
-    missing = check_expected(engine, probes)
+    expected_docs = expected_documents(engine, probes)
+    missing = check_expected(engine, probes, expected_docs)
     ks = sorted(set(ks))
     # Deep enough that k sections survive collapsing several chunks of one section.
     depth = min(engine.store.num_docs, max(max(ks) * 3, 30))
@@ -278,7 +282,6 @@ def evaluate_probes(
                 outside_scope=outside,
             )
         )
-    expected_docs = expected_documents(engine, probes)
     report = summarise(results, ks, retriever, expected_docs, engine.gate.threshold)
     return replace(
         report,
