@@ -34,7 +34,7 @@ from groundqa.errors import (
 )
 from groundqa.index.base import Mask, Ranked
 from groundqa.index.catalog import Catalog, MemoryCatalog
-from groundqa.index.dense import ann_ef_search
+from groundqa.index.dense import EF_SEARCH_MAX, ann_ef_search
 from groundqa.index.manifest import Manifest
 from groundqa.index.postgres import bm25
 from groundqa.index.postgres.catalog import CHUNK_COLUMNS, SqlCatalog, chunk_of
@@ -496,7 +496,9 @@ class PostgresStore:
         if self._uses_ann(exact):
             configured = int(self.info.manifest.dense.get("ef_search", 128))
             ef = max(ann_ef_search(configured, self.num_docs), k)
-            cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(ef, 1000)),))
+            cur.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true)", (str(min(ef, EF_SEARCH_MAX)),)
+            )
             cur.execute("SELECT set_config('enable_seqscan', 'off', true)")
         else:
             cur.execute("SELECT set_config('enable_indexscan', 'off', true)")
