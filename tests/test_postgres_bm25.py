@@ -28,6 +28,7 @@ psycopg = pytest.importorskip(
     "psycopg", reason="PostgreSQL tests need pip install -e '.[postgres]'"
 )
 from groundqa.index.postgres import PostgresStore, PostgresTarget, bm25  # noqa: E402
+from groundqa.index.postgres.store import PROPOSE_MIN  # noqa: E402
 
 ODD = ["gauge_id", "naïve", "3a", "1992", "co2e", "x1f", "straße", "km²", "é"]
 
@@ -89,43 +90,70 @@ def test_indexed_search_equals_exhaustive_sql_for_any_query_k_and_filter(
         assert n > 300
         analyzer = Analyzer()
         words = sorted({t for c in indexed.chunks for t in analyzer.terms(c.text)})
-        rng = random.Random(3)
         rounds: list[int] = []
-        real_propose = indexed._propose
+        proposed: list[int] = []  # how many candidates the lists held, per query
+        scored: list[int] = []  # how many of them were scored exactly
+        real_propose, real_scored = indexed._propose, indexed._scored
 
         def counting(*args: Any, **kw: Any) -> Any:
+            found = real_propose(*args, **kw)
             rounds[-1] += 1
-            return real_propose(*args, **kw)
+            proposed[-1] += len(found)
+            return found
+
+        def scoring(terms: Any, k: int, rows: Any, **kw: Any) -> Any:
+            scored[-1] += len(rows)
+            return real_scored(terms, k, rows, **kw)
 
         monkeypatch.setattr(indexed, "_propose", counting)
+        monkeypatch.setattr(indexed, "_scored", scoring)
         indexed.direct_rows = 0  # every filter through the index, however few rows it keeps
-        for i in range(160):
-            terms = rng.choices(words[:40] if i % 3 == 0 else words, k=rng.randint(1, 6))
-            if i % 4 == 0:
-                terms += terms[:1] * rng.randint(1, 3)  # a repeated term counts each time
-            if i % 9 == 0:
-                terms += ["nosuchterm"]
-            if i % 5 == 0:
-                terms += rng.sample([analyzer.terms(w)[0] for w in ODD if analyzer.terms(w)], 2)
-            k = rng.choice([1, 3, 10, 40])
-            mask = None
-            if i % 3 == 1:
-                mask = np.random.default_rng(i).random(n) < rng.choice([0.5, 0.05, 0.005])
-            rounds.append(0)
-            got = indexed.lexical_search(terms, k, mask)
-            want = exhaustive.lexical_search(terms, k, mask)
-            assert got == want, (terms, k, None if mask is None else int(mask.sum()))
-            if mask is not None:
-                assert all(mask[r] for r, _ in got)
-        # Both indexes answer, filtered or not, and are deepened when their first lists
-        # cannot settle the top k.
+        # As shipped, lists are read PROPOSE_MIN deep at once; then from one candidate per
+        # result, so that the lists must be read deeper, again and again.
+        for propose_min in (PROPOSE_MIN, 1):
+            indexed.propose_min = propose_min
+            rng = random.Random(3)
+            rounds.clear()
+            proposed.clear()
+            scored.clear()
+            for i in range(160):
+                terms = rng.choices(words[:40] if i % 3 == 0 else words, k=rng.randint(1, 6))
+                if i % 4 == 0:
+                    terms += terms[:1] * rng.randint(1, 3)  # a repeated term counts each time
+                if i % 9 == 0:
+                    terms += ["nosuchterm"]
+                if i % 5 == 0:
+                    terms += rng.sample([analyzer.terms(w)[0] for w in ODD if analyzer.terms(w)], 2)
+                k = rng.choice([1, 3, 10, 40])
+                mask = None
+                if i % 3 == 1:
+                    mask = np.random.default_rng(i).random(n) < rng.choice([0.5, 0.05, 0.005])
+                rounds.append(0)
+                proposed.append(0)
+                scored.append(0)
+                got = indexed.lexical_search(terms, k, mask)
+                want = exhaustive.lexical_search(terms, k, mask)
+                assert got == want, (
+                    propose_min,
+                    terms,
+                    k,
+                    None if mask is None else int(mask.sum()),
+                )
+                if mask is not None:
+                    assert all(mask[r] for r, _ in got)
+            if propose_min == 1:
+                # (one list per field a round: two calls settle most queries at once)
+                assert max(rounds) > 2 and Counter(rounds)[2] > len(rounds) // 3
+            else:
+                # Lists read at once, and scored a checkpoint at a time: many queries settle
+                # before every candidate was scored.
+                assert sum(s < p for s, p in zip(scored, proposed, strict=True)) > len(scored) // 4
+        # Both indexes answer, filtered or not.
         index = indexed._bm25
         assert index is not None and index.head is not None
         for rows in (None, list(range(0, n, 7))):
             assert f"Index Scan using {index.body}" in _plan(indexed, 0, rows)
             assert f"Index Scan using {index.head}" in _plan(indexed, 1, rows)
-        # (one list per field a round: two calls settle most queries at once)
-        assert max(rounds) > 2 and Counter(rounds)[2] > len(rounds) // 3
     finally:
         indexed.close()
         exhaustive.close()

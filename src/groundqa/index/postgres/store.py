@@ -17,9 +17,11 @@ row count disagrees with its manifest, and never creates, migrates or drops a ta
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from typing import Any
 
@@ -53,10 +55,15 @@ from groundqa.index.postgres.schema import (
 from groundqa.models import Chunk
 
 POOL_SIZE = 8
-# How many candidates each pg_textsearch list proposes at first, per result asked for; a
-# list is made twice as deep until the top k is certain (see `bm25`).
+# How a pg_textsearch list is read (see `bm25` and `_indexed_search`): at least
+# PROPOSE_MIN deep at once, since a proposal's cost is mostly fixed (at 1M chunks with
+# real queries, measured by bench/scale.py's queries: p50 12.7 ms at depth 20, 17 ms at
+# 256, 51 ms at 5,120); its candidates scored PROPOSE_PER_RESULT per result asked for at
+# first, then twice as many at each checkpoint; and read PROPOSE_GROWTH times deeper when
+# the whole list cannot settle the top k. They change the cost, never the ranking.
 PROPOSE_PER_RESULT = 2
-PROPOSE_MIN = 20
+PROPOSE_MIN = 256
+PROPOSE_GROWTH = 4
 # A filter or scope that leaves at most this many chunks is scored over them directly in
 # SQL: the index, which reads chunks in score order, would pass over about (allowed share)⁻¹
 # of them for each one it keeps. Both ways give the same ranking (the exhaustive one).
@@ -94,6 +101,9 @@ class PostgresStore:
         self._lexical_note = lexical_note
         self.bm25_wanted = bm25_wanted  # what `reopen` asks for again
         self.direct_rows = DIRECT_ROWS
+        self.propose_min = PROPOSE_MIN
+        self._helpers: ThreadPoolExecutor | None = None
+        self._helpers_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -252,7 +262,13 @@ class PostgresStore:
     def _indexed_search(
         self, index: bm25.Bm25Index, terms: Sequence[str], k: int, rows: list[int] | None
     ) -> Ranked:
-        """The top k by exact BM25, from candidates the pg_textsearch indexes propose."""
+        """The top k by exact BM25, from candidates the pg_textsearch indexes propose.
+
+        A list is read `propose_min` deep at once (a proposal costs little more at depth 256
+        than at 20), but its candidates are scored a checkpoint at a time: the first
+        PROPOSE_PER_RESULT·k of each list, then twice as many, and so on, each checkpoint
+        bounded by pg_textsearch's score of the list's chunk there. Only when the whole
+        lists cannot settle the top k are they read PROPOSE_GROWTH times deeper."""
         counts = Counter(t for t in terms if t)
         heading = self._heading_weight if index.head is not None else 0.0
         stats = self.info.stats
@@ -260,59 +276,98 @@ class PostgresStore:
             bm25.scale(self.k1, self.b, stats.get("avgdl_body", 1.0)),
             heading * bm25.scale(self.k1, self.b, stats.get("avgdl_head", 1.0)),
         )
+        fields = (0, 1) if heading > 0 else (0,)
         text = bm25.query_text(list(counts))
-        start = max(PROPOSE_PER_RESULT * k, PROPOSE_MIN)
-        depths = [start, start if heading > 0 else 0]
+        mark = max(PROPOSE_PER_RESULT * k, 1)
+        wanted = dict.fromkeys(fields, max(mark, self.propose_min))
         lists: dict[int, list[int]] = {}
-        last = [0.0, 0.0]
+        read: dict[int, int] = {}  # how deep each list was asked for
+        theirs: dict[int, dict[int, float]] = {f: {} for f in fields}
         scored: dict[int, float] = {}
         while True:
-            for f, depth in enumerate(depths):
-                if depth and len(lists.get(f, ())) < depth:
-                    lists[f], last[f] = self._propose(index, f, text, depth, rows)
-            new = sorted({r for ranked in lists.values() for r in ranked} - scored.keys())
-            if new:
-                scored.update(dict.fromkeys(new, 0.0))
-                scored.update(self._scored(terms, len(new), new, match=False))
-            # What a chunk no list proposed can score at most, per field (`bm25.bound`).
-            part = [bm25.bound(scale[f] * last[f], counts) for f in range(2)]
-            bound = sum(part)
-            ranked = sorted(
-                ((r, s) for r, s in scored.items() if s > 0), key=lambda x: (-x[1], x[0])
+            todo = [
+                f
+                for f in fields
+                if f not in lists or (wanted[f] > read[f] and len(lists[f]) == read[f])
+            ]
+            # The two lists are read side by side, on two connections.
+            found_now = self._side_by_side(
+                [functools.partial(self._propose, index, f, text, wanted[f], rows) for f in todo]
             )
-            if bound <= 0 or (len(ranked) >= k and ranked[k - 1][1] > bound * (1 + 1e-6)):
-                return ranked[:k]
-            # Deepen the list that leaves the most room, and the other too when it leaves
-            # at least half as much.
-            for f in range(2):
-                if last[f] > 0 and part[f] >= max(part) / 2:
-                    depths[f] = min(depths[f] * 2, self.num_docs + 1)
+            for f, found in zip(todo, found_now, strict=True):
+                lists[f], read[f] = found, wanted[f]
+            marks = _checkpoints(mark, max(read.values()))
+            cuts = {f: [_cut(lists[f], m, read[f]) for m in marks] for f in fields}
+            for f in fields:
+                need = {r for r in cuts[f] if r is not None} - theirs[f].keys()
+                theirs[f].update(self._their_scores(index, f, text, sorted(need)))
+            for i, m in enumerate(marks):
+                new = sorted({r for found in lists.values() for r in found[:m]} - scored.keys())
+                if new:
+                    scored.update(dict.fromkeys(new, 0.0))
+                    scored.update(self._scored(terms, len(new), new, match=False))
+                # What a chunk that no list holds among its first m can score at most, per
+                # field (`bm25.bound`); nothing, where a list holds every chunk that scores.
+                part = [0.0, 0.0]
+                for f in fields:
+                    cut = cuts[f][i]
+                    if cut is not None:
+                        part[f] = bm25.bound(scale[f] * theirs[f][cut], counts)
+                bound = sum(part)
+                ranked = sorted(
+                    ((r, s) for r, s in scored.items() if s > 0), key=lambda x: (-x[1], x[0])
+                )
+                if bound <= 0 or (len(ranked) >= k and ranked[k - 1][1] > bound * (1 + 1e-6)):
+                    return ranked[:k]
+            # Read deeper the list that leaves the most room, and the other too when it
+            # leaves at least half as much.
+            for f in fields:
+                if part[f] > 0 and part[f] >= max(part) / 2:
+                    wanted[f] = min(read[f] * PROPOSE_GROWTH, self.num_docs + 1)
+            mark = marks[-1] * 2
+
+    def _side_by_side(self, calls: list[Callable[[], list[int]]]) -> list[list[int]]:
+        """Each call's result, the first ones run by helper threads while this thread runs
+        the last (each call takes its own connection from the pool)."""
+        if len(calls) <= 1:
+            return [call() for call in calls]
+        with self._helpers_lock:
+            if self._helpers is None:
+                self._helpers = ThreadPoolExecutor(POOL_SIZE, thread_name_prefix="groundqa-pg")
+        futures = [self._helpers.submit(call) for call in calls[:-1]]
+        last = calls[-1]()
+        return [future.result() for future in futures] + [last]
 
     def _propose(
         self, index: bm25.Bm25Index, field: int, text: str, depth: int, rows: list[int] | None
-    ) -> tuple[list[int], float]:
+    ) -> list[int]:
         """The best `depth` allowed chunks of one field (0 body, 1 heading) by pg_textsearch's
-        score, best first, and the score of the last when the list is full (else 0: a short
-        list holds every chunk that scores in that field).
-
-        Scores are not read for the whole list: pg_textsearch computes a score in the
-        select list anew from the text, which costs more than the index scan itself."""
+        score, best first (a short list holds every chunk that scores in that field)."""
         statement, params = self._propose_sql(index, field, text, depth, rows)
-        column, name = _field(index, field)
         with self._cursor() as cur:
             cur.execute(statement, params)
-            found = [int(r) for (r,) in cur.fetchall()]
-            if len(found) < depth:
-                return found, 0.0
+            return [int(r) for (r,) in cur.fetchall()]
+
+    def _their_scores(
+        self, index: bm25.Bm25Index, field: int, text: str, rows: list[int]
+    ) -> dict[int, float]:
+        """pg_textsearch's score of one field of these chunks. Read for a few chunks only:
+        it computes a score in the select list anew from the text, which costs more than
+        the index scan itself."""
+        if not rows:
+            return {}
+        column, name = _field(index, field)
+        with self._cursor() as cur:
             cur.execute(
                 _sql(
-                    "SELECT -({c} <@> to_bm25query(%(q)s, %(name)s)) FROM {t} WHERE row = %(row)s",
+                    "SELECT row, -({c} <@> to_bm25query(%(q)s, %(name)s)) FROM {t} "
+                    "WHERE row = ANY(%(rows)s::int4[])",
                     c=column,
                     t=self.info.lexical_table,
                 ),
-                {"q": text, "name": name, "row": found[-1]},
+                {"q": text, "name": name, "rows": rows},
             )
-            return found, float(cur.fetchone()[0])
+            return {int(r): float(s) for r, s in cur.fetchall()}
 
     def _propose_sql(
         self, index: bm25.Bm25Index, field: int, text: str, depth: int, rows: list[int] | None
@@ -373,6 +428,8 @@ class PostgresStore:
         )
 
     def close(self) -> None:
+        if self._helpers is not None:
+            self._helpers.shutdown(wait=True)
         self._pool.close()
 
     # -- SQL
@@ -502,6 +559,24 @@ class PostgresStore:
             cur.execute("SELECT set_config('enable_seqscan', 'off', true)")
         else:
             cur.execute("SELECT set_config('enable_indexscan', 'off', true)")
+
+
+def _checkpoints(first: int, depth: int) -> list[int]:
+    """first, 2·first, 4·first, … below depth, then depth itself."""
+    marks = []
+    while first < depth:
+        marks.append(first)
+        first *= 2
+    return [*marks, depth]
+
+
+def _cut(found: list[int], m: int, depth: int) -> int | None:
+    """The chunk whose score bounds every chunk a list read `depth` deep does not hold among
+    its first m, or None when the list holds every chunk that scores in its field."""
+    at = min(m, depth)
+    if at < len(found):
+        return found[at - 1]
+    return found[-1] if found and len(found) == depth else None
 
 
 def _field(index: bm25.Bm25Index, field: int) -> tuple[str, str | None]:
