@@ -232,7 +232,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         ),
     ),
     "ann": Benchmark(
-        "HNSW ef_search in the index directory at 1,000,000 chunks",
+        "HNSW ef_search in the index directory at 100,000 and 1,000,000 chunks",
         "bench/ann.py",
         (*INDEX, *EMBED, "bench/scale.py", "bench/realistic.py"),
     ),

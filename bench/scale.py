@@ -421,7 +421,7 @@ def _worker(
     return out
 
 
-EF_SEARCH = (32, 64, 128, 256, 512)
+EF_SEARCH = (32, 64, 128, 256, 512, 1000)
 
 
 def _ef_sweep(
@@ -467,11 +467,24 @@ def _ef_sweep(
                 found = {r for r, _ in store.vector_search(v, 10)}
                 ms.append((time.perf_counter() - t) * 1000)
                 recall.append(len(found & truth) / max(len(truth), 1))
-            row[name] = {"recall_at_10": round(float(np.mean(recall)), 4), **latency_summary(ms)}
+            row[name] = {
+                "recall_at_10": round(float(np.mean(recall)), 4),
+                "recall_at_10_low95": lower_bound(recall),
+                **latency_summary(ms),
+            }
         out.append(row)
     if hasattr(store, "_uses_ann"):
         pg_store.ann_ef_search = grown
     return out
+
+
+def lower_bound(values: list[float]) -> float:
+    """The one-sided 95% lower confidence bound of the mean (normal approximation): what
+    a setting chosen on these queries can be trusted to keep on others like them."""
+    if len(values) < 2:
+        return round(float(np.mean(values)), 4) if values else 0.0
+    sd = float(np.std(values, ddof=1))
+    return round(float(np.mean(values)) - 1.645 * sd / len(values) ** 0.5, 4)
 
 
 def _rss_mb() -> float:
