@@ -435,19 +435,14 @@ def _ef_sweep(
     if hasattr(store, "_uses_ann"):
         if not store._uses_ann(False):
             return None
-        import groundqa.index.postgres.store as pg_store
-
-        # The store reads ef_search from the build's manifest and raises it with the size
-        # (`ann_ef_search`); the sweep sets it as it is, for the length of the sweep.
-        dense = store.info.manifest.dense
-        grown = pg_store.ann_ef_search
-        pg_store.ann_ef_search = lambda configured, size: configured  # type: ignore[assignment]
+        chosen = store.ef_search  # the store's own setting, put back after the sweep
 
         def set_ef(ef: int) -> None:
-            dense["ef_search"] = ef
+            store.ef_search = ef
     else:
         if store.vectors is None or store.vectors.ann is None:
             return None
+        chosen = store.vectors.ann.hnsw.efSearch
 
         def set_ef(ef: int) -> None:
             store.vectors.ann.hnsw.efSearch = ef
@@ -473,8 +468,7 @@ def _ef_sweep(
                 **latency_summary(ms),
             }
         out.append(row)
-    if hasattr(store, "_uses_ann"):
-        pg_store.ann_ef_search = grown
+    set_ef(chosen)
     return out
 
 

@@ -30,6 +30,7 @@ from groundqa.chunking import ChunkerSettings
 from groundqa.engine import Engine
 from groundqa.errors import IndexLockedError, IndexVersionError, StoreUnavailableError
 from groundqa.evaluate.probes import load_probes
+from groundqa.index.dense import ann_ef_search
 from groundqa.ingestion import ingest
 from groundqa.serve import ServeSettings
 from tests.conftest import REGPACK, REGPACK_PROBES, pg_database_url
@@ -153,6 +154,18 @@ def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], modu
             found, total = found + len(exact & approx), total + len(exact)
             assert {r for r, _ in ann.vector_search(q, 10, exact=True)} == exact
         assert found / total >= 0.95
+        # HNSW runs at the store's ef_search (the build's, raised with its size), or at k
+        # when k is larger; an exact search does not walk the graph.
+        assert ann.ef_search == ann_ef_search(128, ann.num_docs) == 128
+        for k, ef in ((10, 128), (300, 300)):
+            with ann._cursor() as cur:
+                ann._vector_settings(cur, k, exact=False)
+                assert cur.execute("SHOW hnsw.ef_search").fetchone()[0] == str(ef)
+        ann.ef_search = 200
+        with ann._cursor() as cur:
+            ann._vector_settings(cur, 10, exact=False)
+            assert cur.execute("SHOW hnsw.ef_search").fetchone()[0] == "200"
+            assert cur.execute("SHOW enable_seqscan").fetchone()[0] == "off"
     finally:
         ann.close()
 

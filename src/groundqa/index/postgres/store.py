@@ -102,6 +102,9 @@ class PostgresStore:
         self.bm25_wanted = bm25_wanted  # what `reopen` asks for again
         self.direct_rows = DIRECT_ROWS
         self.propose_min = PROPOSE_MIN
+        # HNSW's ef_search: the build's setting, raised with its size (`ann_ef_search`).
+        configured = int(info.manifest.dense.get("ef_search", 128))
+        self.ef_search = ann_ef_search(configured, int(info.manifest.counts.get("chunks", 0)))
         self._helpers: ThreadPoolExecutor | None = None
         self._helpers_lock = threading.Lock()
 
@@ -278,7 +281,7 @@ class PostgresStore:
         )
         fields = (0, 1) if heading > 0 else (0,)
         text = bm25.query_text(list(counts))
-        mark = max(PROPOSE_PER_RESULT * k, 1)
+        mark = PROPOSE_PER_RESULT * k
         wanted = dict.fromkeys(fields, max(mark, self.propose_min))
         lists: dict[int, list[int]] = {}
         read: dict[int, int] = {}  # how deep each list was asked for
@@ -551,11 +554,8 @@ class PostgresStore:
     def _vector_settings(self, cur: Any, k: int, exact: bool) -> None:
         """Exact search scans every (allowed) row; approximate walks the HNSW graph."""
         if self._uses_ann(exact):
-            configured = int(self.info.manifest.dense.get("ef_search", 128))
-            ef = max(ann_ef_search(configured, self.num_docs), k)
-            cur.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true)", (str(min(ef, EF_SEARCH_MAX)),)
-            )
+            ef = min(max(self.ef_search, k), EF_SEARCH_MAX)
+            cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
             cur.execute("SELECT set_config('enable_seqscan', 'off', true)")
         else:
             cur.execute("SELECT set_config('enable_indexscan', 'off', true)")
