@@ -2,12 +2,12 @@
 
 Reads the 100,000- and 1,000,000-chunk directory builds that `python bench/scale.py` and
 `BENCH_SCALES=1000000 python bench/scale.py` leave in bench/.work-scale, and measures
-recall@10 of exact search and latency at each `ef_search`. It chooses on every real SciFact query but the 200 that scale.py reports on
-(905 of them, five times scale.py's own choosing set, whose 200 queries proved lucky: see
-docs/postgres.md), and reports on those 200. The setting chosen is the smallest whose
-one-sided 95% lower confidence bound of recall on the choosing queries reaches TARGET.
-These are the two points `index.dense.ann_ef_search` grows through. Run apart, after those
-builds:
+recall@10 of exact search and latency at each `ef_search`. It chooses on every real
+SciFact query but the 200 that scale.py reports on (905 of them, against scale.py's own
+choosing set of 200, which proved lucky: see docs/postgres.md), and reports on those 200.
+The setting chosen is the smallest whose one-sided 95% lower confidence bound of recall
+on the choosing queries reaches TARGET. These are the two points
+`index.dense.ann_ef_search` grows through. Run apart, after those builds:
 
     python bench/ann.py          # about seven minutes
 """
