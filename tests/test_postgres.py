@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -117,6 +118,40 @@ def test_both_stores_rank_every_probe_identically(
             _ranking(local, question, retriever=retriever),
             _ranking(shared, question, retriever=retriever),
         )
+
+
+def _both_overlap(store: Any) -> bool:
+    """Whether the store's `both` started its second search while the first still ran."""
+    second_started = threading.Event()
+    overlapped, _ = store.both(lambda: second_started.wait(timeout=0.5), second_started.set)
+    return bool(overlapped)
+
+
+def _nested_both(engine: Engine, question: str) -> tuple[Any, str, Any]:
+    """A search that itself reads side by side, run beside another: on a helper thread it
+    does its work in turn rather than wait for another helper."""
+    store, terms = engine.store, engine.analyzer.terms(question)
+    (inner, thread), outer = store.both(
+        lambda: store.both(
+            lambda: store.lexical_search(terms, 5), lambda: threading.current_thread().name
+        ),
+        lambda: store.lexical_search(terms, 5),
+    )
+    return inner, thread, outer
+
+
+def test_a_server_store_runs_two_searches_at_once_and_a_directory_in_turn(
+    pair: tuple[Engine, Engine],
+) -> None:
+    local, shared = pair
+    assert _both_overlap(shared.store) and not _both_overlap(local.store)
+    expected = local.store.lexical_search(local.analyzer.terms("turbine setback"), 5)
+    for engine, on_helper in ((shared, True), (local, False)):
+        inner, thread, outer = _nested_both(engine, "turbine setback")
+        assert thread.startswith("groundqa-pg") is on_helper
+        for found in (inner, outer):
+            assert found and [r for r, _ in found] == [r for r, _ in expected]
+            assert np.allclose([s for _, s in found], [s for _, s in expected], rtol=1e-6)
 
 
 def test_filters_scopes_and_answers_agree(pair: tuple[Engine, Engine]) -> None:

@@ -16,8 +16,8 @@ the `Analyzer`'s terms (Lucene idf, see `bm25_idf`) and the cosine of unit vecto
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +34,10 @@ Ranked = list[tuple[int, float]]
 def bm25_idf(df: int, num_docs: int) -> float:
     """Robertson-Sparck Jones idf as Lucene computes it; a term no chunk uses gets the most."""
     return math.log(1.0 + (num_docs - df + 0.5) / (df + 0.5))
+
+
+_A = TypeVar("_A")
+_B = TypeVar("_B")
 
 
 class Store(Protocol):
@@ -96,6 +100,12 @@ class Store(Protocol):
 
     def vectors_of(self, rows: Sequence[int]) -> Matrix:
         """The stored vectors of `rows`, in that order."""
+        ...
+
+    def both(self, first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
+        """`first()` and `second()`, two independent searches of this store. A store that
+        searches in a server runs `first` on another thread (and connection) while `second`
+        runs on this one; a store that searches in this process runs them in turn."""
         ...
 
     def current_build_id(self) -> str:

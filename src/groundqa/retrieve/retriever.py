@@ -249,19 +249,28 @@ class Retriever:
         terms = self.analyzer.terms(text)
         # The gate weighs each method's own best, whatever the plan: with `signals`, a
         # method the plan does not rank with is still run, to SIGNAL_DEPTH.
-        lexical: Ranked = []
+        lexical_k = 0
         if plan.method != "dense":
-            lexical = self.store.lexical_search(terms, max(pool, SIGNAL_DEPTH), allowed)
+            lexical_k = max(pool, SIGNAL_DEPTH)
         elif terms and signals:
-            lexical = self.store.lexical_search(terms, SIGNAL_DEPTH, allowed)
+            lexical_k = SIGNAL_DEPTH
+        deep = plan.method != "bm25"
+        vector_k = max(pool, SIGNAL_DEPTH) if deep else SIGNAL_DEPTH
+
+        def search_lexical() -> Ranked:
+            return self.store.lexical_search(terms, lexical_k, allowed) if lexical_k else []
+
+        def search_dense() -> tuple[Matrix, Ranked]:
+            vector = self.embed(text)
+            return vector, self.store.vector_search(vector, vector_k, allowed)
+
         vector: Matrix | None = None
         dense: Ranked | None = None
-        deep = plan.method != "bm25"
         if self.store.has_vectors and (deep or signals):
-            vector = self.embed(text)
-            dense = self.store.vector_search(
-                vector, max(pool, SIGNAL_DEPTH) if deep else SIGNAL_DEPTH, allowed
-            )
+            # Independent: a store that searches in a server runs them at once.
+            (vector, dense), lexical = self.store.both(search_dense, search_lexical)
+        else:
+            lexical = search_lexical()
         if plan.method == "bm25":
             ranked = lexical[:pool]
         elif plan.method == "dense":

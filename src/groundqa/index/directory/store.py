@@ -13,11 +13,11 @@ made without vectors.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from groundqa.embed import Matrix
 from groundqa.errors import IndexCorruptError, UsageError
@@ -29,6 +29,9 @@ from groundqa.index.lexical import LexicalIndex, top_k
 from groundqa.index.manifest import Manifest, current_build, read_manifest
 from groundqa.models import Chunk
 from groundqa.text import Analyzer
+
+_A = TypeVar("_A")
+_B = TypeVar("_B")
 
 # The files of one build, beside manifest.json and the vectors (see `index.dense`).
 CHUNKS = "chunks.jsonl"
@@ -133,6 +136,10 @@ class DirectoryStore:
         if self.vectors is None:
             raise UsageError(f"{self.index_dir} has no vectors; rebuild it without --no-dense")
         return self.vectors
+
+    def both(self, first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
+        """In turn: both searches run in this process, on the same cores."""
+        return first(), second()
 
     def current_build_id(self) -> str:
         return current_build(self.index_dir).name

@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -54,6 +54,9 @@ from groundqa.index.postgres.schema import (
 )
 from groundqa.models import Chunk
 
+_T = TypeVar("_T")
+_A = TypeVar("_A")
+_B = TypeVar("_B")
 POOL_SIZE = 8
 # How a pg_textsearch list is read (see `bm25` and `_indexed_search`): at least
 # PROPOSE_MIN deep at once, since a proposal's cost is mostly fixed (at 1M chunks with
@@ -271,7 +274,9 @@ class PostgresStore:
         than at 20), but its candidates are scored a checkpoint at a time: the first
         PROPOSE_PER_RESULT·k of each list, then twice as many, and so on, each checkpoint
         bounded by pg_textsearch's score of the list's chunk there. Only when the whole
-        lists cannot settle the top k are they read PROPOSE_GROWTH times deeper."""
+        lists cannot settle the top k are they read PROPOSE_GROWTH times deeper. The two
+        lists are read side by side, and so are the scores at the cuts and the first
+        checkpoint's exact scores, each on its own connection."""
         counts = Counter(t for t in terms if t)
         heading = self._heading_weight if index.head is not None else 0.0
         stats = self.info.stats
@@ -301,14 +306,26 @@ class PostgresStore:
                 lists[f], read[f] = found, wanted[f]
             marks = _checkpoints(mark, max(read.values()))
             cuts = {f: [_cut(lists[f], m, read[f]) for m in marks] for f in fields}
-            for f in fields:
-                need = {r for r in cuts[f] if r is not None} - theirs[f].keys()
-                theirs[f].update(self._their_scores(index, f, text, sorted(need)))
+            # pg_textsearch's scores at the cuts and the exact scores of the first
+            # checkpoint's candidates are independent: they are read side by side.
+            first = self._unscored(lists, marks[0], scored)
+            calls: list[Callable[[], dict[int, float]]] = [
+                functools.partial(
+                    self._their_scores,
+                    index,
+                    f,
+                    text,
+                    sorted({r for r in cuts[f] if r is not None} - theirs[f].keys()),
+                )
+                for f in fields
+            ]
+            calls.append(functools.partial(self._exact_scores, terms, first))
+            *found_scores, first_scores = self._side_by_side(calls)
+            for f, their in zip(fields, found_scores, strict=True):
+                theirs[f].update(their)
+            scored.update(first_scores)
             for i, m in enumerate(marks):
-                new = sorted({r for found in lists.values() for r in found[:m]} - scored.keys())
-                if new:
-                    scored.update(dict.fromkeys(new, 0.0))
-                    scored.update(self._scored(terms, len(new), new, match=False))
+                scored.update(self._exact_scores(terms, self._unscored(lists, m, scored)))
                 # What a chunk that no list holds among its first m can score at most, per
                 # field (`bm25.bound`); nothing, where a list holds every chunk that scores.
                 part = [0.0, 0.0]
@@ -329,17 +346,49 @@ class PostgresStore:
                     wanted[f] = min(read[f] * PROPOSE_GROWTH, self.num_docs + 1)
             mark = marks[-1] * 2
 
-    def _side_by_side(self, calls: list[Callable[[], list[int]]]) -> list[list[int]]:
+    def both(self, first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
+        """`first` on a helper thread while `second` runs here, each on its own connection:
+        the server does the work, so the two overlap on its cores."""
+        if _on_a_helper():
+            return first(), second()
+        pending = self._helpers_pool().submit(first)
+        done = second()
+        return pending.result(), done
+
+    @staticmethod
+    def _unscored(lists: dict[int, list[int]], m: int, scored: dict[int, float]) -> list[int]:
+        """The chunks among the first m of any list that are not scored yet."""
+        return sorted({r for found in lists.values() for r in found[:m]} - scored.keys())
+
+    def _exact_scores(self, terms: Sequence[str], rows: list[int]) -> dict[int, float]:
+        """The exact BM25 score of each of these chunks (0 where no term is in its body)."""
+        if not rows:
+            return {}
+        return {
+            **dict.fromkeys(rows, 0.0),
+            **dict(self._scored(terms, len(rows), rows, match=False)),
+        }
+
+    def _side_by_side(self, calls: Sequence[Callable[[], _T]]) -> list[_T]:
         """Each call's result, the first ones run by helper threads while this thread runs
         the last (each call takes its own connection from the pool)."""
-        if len(calls) <= 1:
+        if len(calls) <= 1 or _on_a_helper():
             return [call() for call in calls]
-        with self._helpers_lock:
-            if self._helpers is None:
-                self._helpers = ThreadPoolExecutor(POOL_SIZE, thread_name_prefix="groundqa-pg")
-        futures = [self._helpers.submit(call) for call in calls[:-1]]
+        helpers = self._helpers_pool()
+        futures = [helpers.submit(call) for call in calls[:-1]]
         last = calls[-1]()
         return [future.result() for future in futures] + [last]
+
+    def _helpers_pool(self) -> ThreadPoolExecutor:
+        """The threads that run searches beside the caller's, started on first use. What a
+        helper runs does all its own work in turn (`_on_a_helper`): a helper never waits on
+        another, so a busy pool queues work but cannot deadlock."""
+        with self._helpers_lock:
+            if self._helpers is None:
+                self._helpers = ThreadPoolExecutor(
+                    POOL_SIZE, thread_name_prefix="groundqa-pg", initializer=_mark_helper
+                )
+            return self._helpers
 
     def _propose(
         self, index: bm25.Bm25Index, field: int, text: str, depth: int, rows: list[int] | None
@@ -559,6 +608,17 @@ class PostgresStore:
             cur.execute("SELECT set_config('enable_seqscan', 'off', true)")
         else:
             cur.execute("SELECT set_config('enable_indexscan', 'off', true)")
+
+
+_helper_thread = threading.local()
+
+
+def _mark_helper() -> None:
+    _helper_thread.is_helper = True
+
+
+def _on_a_helper() -> bool:
+    return bool(getattr(_helper_thread, "is_helper", False))
 
 
 def _checkpoints(first: int, depth: int) -> list[int]:
