@@ -367,6 +367,7 @@ def query(kind: str, n: int, url: str | None) -> dict[str, Any]:
         assert url is not None
         store = PostgresStore.open(url)
     result: dict[str, Any] = {"open_s": round(time.perf_counter() - t, 2)}
+    result["hnsw"] = _hnsw(store)
     result.update(_measure(store, queries))
     result.update(_worker(store, queries, model_id))
     result["worker_rss_mb"] = _rss_mb()
@@ -374,6 +375,22 @@ def query(kind: str, n: int, url: str | None) -> dict[str, Any]:
     store.close()
     result["query_peak_mb"] = _peak_mb()
     return result
+
+
+def _hnsw(store: Any) -> dict[str, Any] | None:
+    """The HNSW graph's m and ef_construction as built, and the ef_search the store
+    searches it with; None where vector search is exact."""
+    dense = store.manifest.dense
+    if hasattr(store, "_uses_ann"):
+        if not store._uses_ann(False):
+            return None
+        built = store.info.stats.get("hnsw_ef_construction", dense["ef_construction"])
+        ef_search = store.ef_search
+    else:
+        if store.vectors is None or store.vectors.ann is None:
+            return None
+        built, ef_search = dense["ef_construction"], store.vectors.ann.hnsw.efSearch
+    return {"m": dense["hnsw_m"], "ef_construction": int(built), "ef_search": int(ef_search)}
 
 
 class QueryVectors:
@@ -666,9 +683,10 @@ def _markdown(rows: list[dict[str, Any]], checked: dict[str, Any]) -> str:
         "ingest; both stores written by the code `groundqa ingest` "
         "runs after chunking; each store and size in its own process. PostgreSQL 17.9 with "
         "pgvector 0.8 and pg_textsearch 0.6 (BM25 through its index, see bench/pg_bm25.py) on "
-        "the same 2 cores, default server settings (fsync on), HNSW m=32, "
-        "ef_construction=200, ef_search=128 in both stores; vectors are searched through HNSW "
-        "from 100,000 chunks (`ann_threshold`), exactly below. Latency: one store call, "
+        "the same 2 cores, default server settings (fsync on). Vectors are searched through "
+        "HNSW from 100,000 chunks (`ann_threshold`), exactly below; the HNSW column gives the "
+        "graph's m / ef_construction as built and the ef_search searched with (both grow "
+        "with the index: `index/dense.py`, `index/postgres/target.py`). Latency: one store call, "
         f"{QUERIES} queries, top 10 (hybrid: each method's top 100 fused by RRF). Query peak "
         "MB is the querying process's peak resident set: for the index directory it counts "
         "the pages of its memory-mapped BM25 and vector files that the queries touched, "
@@ -680,9 +698,10 @@ def _markdown(rows: list[dict[str, Any]], checked: dict[str, Any]) -> str:
         "| store | chunks | ingest s | chunks/s | lexical index s | vector index s | disk MB | "
         "open s | lexical p50/p95 ms | vector p50/p95 ms | exact vector p50/p95 ms | "
         "hybrid p50/p95 ms | vector recall@10 of exact | worker default plan p50/p95 ms | "
-        "worker BM25 area-scoped p50/p95 ms | ingest peak MB | query peak MB | worker RSS MB |",
+        "worker BM25 area-scoped p50/p95 ms | ingest peak MB | query peak MB | worker RSS MB |"
+        " HNSW m / ef_construction / ef_search |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-        "---:|",
+        "---:|---|",
     ]
     for r in rows:
         if "ingest_s" not in r:
@@ -695,7 +714,7 @@ def _markdown(rows: list[dict[str, Any]], checked: dict[str, Any]) -> str:
                 f"| {r['store']} | {r['chunks']:,} | {r['ingest_s']} | "
                 f"{int(r['ingest_chunks_per_s']):,} | {r['index_lexical_s']} | "
                 f"{r['index_vectors_s']} | {r['disk_mb']} | {unmeasured} | | | | | | | | "
-                f"{r['ingest_peak_mb']}{server} | | |"
+                f"{r['ingest_peak_mb']}{server} | | | |"
             )
             continue
         server = f" (+ server {r['server_peak_mb']})" if "server_peak_mb" in r else ""
@@ -723,11 +742,18 @@ def _markdown(rows: list[dict[str, Any]], checked: dict[str, Any]) -> str:
                     cell(r, "ingest_peak_mb") + server,
                     cell(r, "query_peak_mb"),
                     cell(r, "worker_rss_mb"),
+                    _hnsw_cell(r.get("hnsw")),
                 ]
             )
             + " |"
         )
     return "\n".join(lines + _sweep_table(rows) + _serve_table(rows)) + "\n"
+
+
+def _hnsw_cell(hnsw: dict[str, Any] | None) -> str:
+    if hnsw is None:
+        return "exact search"
+    return f"{hnsw['m']} / {hnsw['ef_construction']} / {hnsw['ef_search']}"
 
 
 def _sweep_table(rows: list[dict[str, Any]]) -> list[str]:

@@ -389,3 +389,17 @@ def test_ef_search_grows_with_the_index_through_the_measured_points() -> None:
     assert grown == sorted(grown) and 128 < grown[1] < grown[2] < 1000
     assert grown[-1] == 1000  # capped at pgvector's limit
     assert ann_ef_search(600, 100_000) == 600  # a higher setting in the build is kept
+
+
+def test_a_postgresql_build_widens_ef_construction_with_its_size() -> None:
+    pytest.importorskip("psycopg", reason="the PostgreSQL target needs psycopg")
+    from groundqa.index.postgres.target import EF_CONSTRUCTION_MAX, pg_ef_construction
+
+    assert pg_ef_construction(200, 7_280) == pg_ef_construction(200, 100_000) == 200
+    assert pg_ef_construction(200, 1_000_000) == 400  # measured at 1M
+    sizes = [100_000, 300_000, 1_000_000, 10_000_000, 10**9]
+    grown = [pg_ef_construction(200, n) for n in sizes]
+    assert grown == sorted(grown) and 200 < grown[1] < 400 < grown[3]
+    assert grown[-1] == EF_CONSTRUCTION_MAX  # pgvector's limit
+    assert pg_ef_construction(64, 50_000) == 64  # a small build keeps its own setting
+    assert pg_ef_construction(600, 1_000_000) == 600  # a higher setting is kept

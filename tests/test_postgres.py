@@ -192,6 +192,17 @@ def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], modu
         # HNSW runs at the store's ef_search (the build's, raised with its size), or at k
         # when k is larger; an exact search does not walk the graph.
         assert ann.ef_search == ann_ef_search(128, ann.num_docs) == 128
+        # The graph was built with the build's m and ef_construction (a small build does not
+        # widen it), and the build records the ef_construction it used.
+        with ann._cursor() as cur:
+            cur.execute(
+                "SELECT c.reloptions FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw' "
+                "AND i.indrelid = %s::regclass",
+                (ann.info.chunk_table,),
+            )
+            assert cur.fetchall() == [(["m=32", "ef_construction=200"],)]
+        assert ann.info.stats["hnsw_ef_construction"] == 200
         for k, ef in ((10, 128), (300, 300)):
             with ann._cursor() as cur:
                 ann._vector_settings(cur, k, exact=False)

@@ -56,10 +56,15 @@ EF_SEARCH_MAX = 1000  # pgvector's own limit
 
 def ann_ef_search(configured: int, size: int) -> int:
     """The ef_search to search `size` chunks with: the build's setting, raised with the size."""
-    (base_size, base_ef), (top_size, top_ef) = EF_SEARCH_POINTS
-    growth = math.log(top_ef / base_ef) / math.log(top_size / base_size)
-    needed: float = base_ef * max(1.0, size / base_size) ** growth
-    return min(max(configured, round(needed)), EF_SEARCH_MAX)
+    return min(max(configured, round(grown(EF_SEARCH_POINTS, size))), EF_SEARCH_MAX)
+
+
+def grown(points: tuple[tuple[int, int], tuple[int, int]], size: int) -> float:
+    """A setting measured at two sizes, at `size`: as the first below the first size, and
+    growing as the power of the size through both points from there."""
+    (base_size, base), (top_size, top) = points
+    growth = math.log(top / base) / math.log(top_size / base_size)
+    return float(base * max(1.0, size / base_size) ** growth)
 
 
 def _faiss() -> Any:
