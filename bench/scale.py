@@ -380,17 +380,31 @@ def query(kind: str, n: int, url: str | None) -> dict[str, Any]:
 def _hnsw(store: Any) -> dict[str, Any] | None:
     """The HNSW graph's m and ef_construction as built, and the ef_search the store
     searches it with; None where vector search is exact."""
+    ef_search = _ann_ef(store)
+    if ef_search is None:
+        return None
     dense = store.manifest.dense
+    built = dense["ef_construction"]
+    if hasattr(store, "info"):  # PostgreSQL records what its build used
+        built = store.info.stats.get("hnsw_ef_construction", built)
+    return {"m": dense["hnsw_m"], "ef_construction": int(built), "ef_search": ef_search}
+
+
+def _ann_ef(store: Any) -> int | None:
+    """The ef_search an unfiltered vector search walks the HNSW graph with, in either
+    store; None where it searches exactly."""
     if hasattr(store, "_uses_ann"):
-        if not store._uses_ann(False):
-            return None
-        built = store.info.stats.get("hnsw_ef_construction", dense["ef_construction"])
-        ef_search = store.ef_search
+        return int(store.ef_search) if store._uses_ann(False) else None
+    if store.vectors is None or store.vectors.ann is None:
+        return None
+    return int(store.vectors.ann.hnsw.efSearch)
+
+
+def _set_ann_ef(store: Any, ef: int) -> None:
+    if hasattr(store, "_uses_ann"):
+        store.ef_search = ef
     else:
-        if store.vectors is None or store.vectors.ann is None:
-            return None
-        built, ef_search = dense["ef_construction"], store.vectors.ann.hnsw.efSearch
-    return {"m": dense["hnsw_m"], "ef_construction": int(built), "ef_search": int(ef_search)}
+        store.vectors.ann.hnsw.efSearch = ef
 
 
 class QueryVectors:
@@ -449,28 +463,16 @@ def _ef_sweep(
 ) -> list[dict[str, Any]] | None:
     """HNSW recall@10 of exact search and latency at each `ef_search`: on the tuning
     queries, to choose by, and on the reported ones. None where search is exact."""
-    if hasattr(store, "_uses_ann"):
-        if not store._uses_ann(False):
-            return None
-        chosen = store.ef_search  # the store's own setting, put back after the sweep
-
-        def set_ef(ef: int) -> None:
-            store.ef_search = ef
-    else:
-        if store.vectors is None or store.vectors.ann is None:
-            return None
-        chosen = store.vectors.ann.hnsw.efSearch
-
-        def set_ef(ef: int) -> None:
-            store.vectors.ann.hnsw.efSearch = ef
-
+    chosen = _ann_ef(store)  # the store's own setting, put back after the sweep
+    if chosen is None:
+        return None
     exact = {
         name: [{r for r, _ in store.vector_search(v, 10, exact=True)} for _, v in pairs]
         for name, pairs in (("tuning", tuning), ("reported", queries))
     }
     out = []
     for ef in efs:
-        set_ef(ef)
+        _set_ann_ef(store, ef)
         row: dict[str, Any] = {"ef_search": ef}
         for name, pairs in (("tuning", tuning), ("reported", queries)):
             ms, recall = [], []
@@ -485,7 +487,7 @@ def _ef_sweep(
                 **latency_summary(ms),
             }
         out.append(row)
-    set_ef(chosen)
+    _set_ann_ef(store, chosen)
     return out
 
 
