@@ -86,6 +86,28 @@ def pg_ef_construction(configured: int, size: int) -> int:
     return min(max(configured, needed), EF_CONSTRUCTION_MAX)
 
 
+def create_hnsw(cur: Any, table: str, rows: int, dim: int, m: int, ef_construction: int) -> None:
+    """Build the HNSW index over `table`'s `embedding` column, as every build does."""
+    # The graph is built in memory when it fits in maintenance_work_mem, and many times
+    # slower on disk when it does not: this session asks for what the graph needs (up to
+    # HNSW_BUILD_MEMORY_KB), never less than the server's setting.
+    need_kb = rows * (dim * 4 + m * 2 * 8 + 128) * 13 // 10 // 1024 + 65536
+    cur.execute("SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'")
+    memory_kb = max(int(cur.fetchone()[0]), min(need_kb, HNSW_BUILD_MEMORY_KB))
+    cur.execute(
+        "SELECT set_config('maintenance_work_mem', %s, false), "
+        "set_config('max_parallel_maintenance_workers', '1', false)",
+        (f"{memory_kb}kB",),
+    )
+    cur.execute(
+        _sql(
+            "CREATE INDEX ON {t} USING hnsw (embedding vector_ip_ops) "
+            f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)})",
+            t=table,
+        )
+    )
+
+
 def _counts(terms: Sequence[str]) -> dict[str, int]:
     return dict(Counter(t for t in terms if t))
 
@@ -338,31 +360,10 @@ class PostgresTarget:
         if embedder is not None:
             t = time.perf_counter()
             dense = dense_entry(dim)
+            m = int(dense.get("hnsw_m", 16))
+            ef_construction = pg_ef_construction(int(dense.get("ef_construction", 64)), len(chunks))
             with conn.cursor() as cur:
-                # The HNSW graph is built in memory when it fits in maintenance_work_mem, and
-                # many times slower on disk when it does not: this session asks for what the
-                # graph needs (up to HNSW_BUILD_MEMORY_KB), never less than the server's setting.
-                m = int(dense.get("hnsw_m", 16))
-                ef_construction = pg_ef_construction(
-                    int(dense.get("ef_construction", 64)), len(chunks)
-                )
-                need_kb = len(chunks) * (dim * 4 + m * 2 * 8 + 128) * 13 // 10 // 1024 + 65536
-                cur.execute(
-                    "SELECT setting::bigint FROM pg_settings WHERE name = 'maintenance_work_mem'"
-                )
-                memory_kb = max(int(cur.fetchone()[0]), min(need_kb, HNSW_BUILD_MEMORY_KB))
-                cur.execute(
-                    "SELECT set_config('maintenance_work_mem', %s, false), "
-                    "set_config('max_parallel_maintenance_workers', '1', false)",
-                    (f"{memory_kb}kB",),
-                )
-                cur.execute(
-                    _sql(
-                        "CREATE INDEX ON {t} USING hnsw (embedding vector_ip_ops) "
-                        f"WITH (m = {m}, ef_construction = {ef_construction})",
-                        t=chunk_table,
-                    )
-                )
+                create_hnsw(cur, chunk_table, len(chunks), dim, m, ef_construction)
             conn.commit()
             stats.timings_s["index_vectors"] = time.perf_counter() - t
             graph = {"hnsw_ef_construction": float(ef_construction)}
