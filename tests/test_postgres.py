@@ -46,6 +46,7 @@ from groundqa.index.postgres import (  # noqa: E402
     PostgresTarget,
     redact,
 )
+from groundqa.index.postgres.store import ann_settings, ann_statement  # noqa: E402
 
 GROUNDQA = [sys.executable, "-m", "groundqa.cli"]
 RETRIEVERS = [
@@ -203,17 +204,49 @@ def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], modu
             )
             assert cur.fetchall() == [(["m=32", "ef_construction=200"],)]
         assert ann.info.stats["hnsw_ef_construction"] == 200
-        for k, ef in ((10, 128), (300, 300)):
+        for width, ef, iterative in (
+            (128, "128", "off"),
+            (1000, "1000", "off"),
+            (1500, "1000", "relaxed_order"),
+        ):
             with ann._cursor() as cur:
-                ann._vector_settings(cur, k, exact=False)
-                assert cur.execute("SHOW hnsw.ef_search").fetchone()[0] == str(ef)
-        ann.ef_search = 200
+                for setting in ann_settings(width):
+                    cur.execute(*setting)
+                assert cur.execute("SHOW hnsw.ef_search").fetchone()[0] == ef
+                assert cur.execute("SHOW hnsw.iterative_scan").fetchone()[0] == iterative
+                assert cur.execute("SHOW enable_seqscan").fetchone()[0] == "off"
+        # Past pgvector's limit of 1000 the iterative scan carries the search on: asked for
+        # more rows than the corpus holds, it reaches every chunk, so its top 10 are the
+        # exact top 10, in exact order. At k larger than ef_search, the search is k wide.
+        ann.ef_search = max(1500, ann.num_docs + 1)
+        for probe in load_probes(REGPACK_PROBES)[:5]:
+            q = shared.embed_query(probe.question)
+            exact_ranked = ann.vector_search(q, 10, exact=True)
+            wide = ann.vector_search(q, 10)
+            assert [r for r, _ in wide] == [r for r, _ in exact_ranked]
+            assert [s for _, s in wide] == pytest.approx([s for _, s in exact_ranked], abs=1e-6)
+        from pgvector import Vector
+
         with ann._cursor() as cur:
-            ann._vector_settings(cur, 10, exact=False)
-            assert cur.execute("SHOW hnsw.ef_search").fetchone()[0] == "200"
-            assert cur.execute("SHOW enable_seqscan").fetchone()[0] == "off"
+            for setting in ann_settings(1500):
+                cur.execute(*setting)
+            # The outer sort reads every row the scan was asked for (a lazy read of the
+            # scan's own order would stop after k and lose the wider search).
+            cur.execute(
+                "EXPLAIN (ANALYZE, FORMAT JSON) "
+                + ann_statement(ann.info.chunk_table, 1500).as_string(cur),
+                {"qvec": Vector(q), "vec_k": 10},
+            )
+            plan = cur.fetchone()[0][0]["Plan"]
+            (scan,) = [n for n in _plan_nodes(plan) if n["Node Type"] == "Index Scan"]
+            assert scan["Actual Rows"] == ann.num_docs
     finally:
         ann.close()
+
+
+def _plan_nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+    """A plan node of EXPLAIN (FORMAT JSON) and every node below it."""
+    return [node, *(n for child in node.get("Plans", []) for n in _plan_nodes(child))]
 
 
 def test_gate_calibration_is_stored_in_the_database(module_db: str, tmp_path: Path) -> None:

@@ -447,9 +447,14 @@ class PostgresStore:
     ) -> Ranked:
         if k <= 0:
             return []
-        sql_text, params = self._vector_sql(query, k, allowed)
-        found = self._fetch_with_vectors(sql_text, params, k, exact or allowed is not None)
-        return [(int(r), float(s)) for r, s in found]
+        # A filtered search scans the allowed rows exactly: the graph would lose them.
+        ann = self._uses_ann(exact or allowed is not None)
+        statement, params = self._vector_sql(query, k, allowed, ann)
+        with self._cursor() as cur:
+            for setting in ann_settings(max(self.ef_search, k)) if ann else EXACT_SETTINGS:
+                cur.execute(*setting)
+            cur.execute(statement, params)
+            return [(int(r), float(s)) for r, s in cur.fetchall()]
 
     def vectors_of(self, rows: Sequence[int]) -> Matrix:
         if not self.has_vectors:
@@ -561,7 +566,9 @@ class PostgresStore:
         )
         return statement, params
 
-    def _vector_sql(self, query: Matrix, k: int, allowed: Mask) -> tuple[Any, dict[str, Any]]:
+    def _vector_sql(
+        self, query: Matrix, k: int, allowed: Mask, ann: bool
+    ) -> tuple[Any, dict[str, Any]]:
         from psycopg import sql
 
         if not self.has_vectors:
@@ -572,6 +579,8 @@ class PostgresStore:
             "qvec": Vector(np.asarray(query, np.float32).reshape(-1)),
             "vec_k": k,
         }
+        if ann:
+            return ann_statement(self.info.chunk_table, max(self.ef_search, k)), params
         filter_sql = sql.SQL("")
         if allowed is not None:
             params["vec_allowed"] = np.flatnonzero(allowed).astype(np.int32).tolist()
@@ -590,24 +599,43 @@ class PostgresStore:
         threshold = int(self.info.manifest.dense.get("ann_threshold", 100_000))
         return self.num_docs >= threshold
 
-    def _fetch_with_vectors(
-        self, statement: Any, params: dict[str, Any], k: int, exact: bool
-    ) -> list[Any]:
-        """Run a statement that searches vectors, exactly or through HNSW (`_vector_settings`
-        for its transaction), and return its rows."""
-        with self._cursor() as cur:
-            self._vector_settings(cur, k, exact)
-            cur.execute(statement, params)
-            return list(cur.fetchall())
 
-    def _vector_settings(self, cur: Any, k: int, exact: bool) -> None:
-        """Exact search scans every (allowed) row; approximate walks the HNSW graph."""
-        if self._uses_ann(exact):
-            ef = min(max(self.ef_search, k), EF_SEARCH_MAX)
-            cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-            cur.execute("SELECT set_config('enable_seqscan', 'off', true)")
-        else:
-            cur.execute("SELECT set_config('enable_indexscan', 'off', true)")
+# Exact search scans every (allowed) row.
+EXACT_SETTINGS = (("SELECT set_config('enable_indexscan', 'off', true)",),)
+
+
+def ann_settings(width: int) -> list[tuple[str, tuple[str]] | tuple[str]]:
+    """The transaction's settings for a search that walks the HNSW graph `width` wide:
+    ef_search up to pgvector's limit, and past it the iterative scan that carries on from
+    the candidates the first pass set aside."""
+    settings: list[tuple[str, tuple[str]] | tuple[str]] = [
+        ("SELECT set_config('hnsw.ef_search', %s, true)", (str(min(width, EF_SEARCH_MAX)),)),
+        ("SELECT set_config('enable_seqscan', 'off', true)",),
+    ]
+    if width > EF_SEARCH_MAX:
+        settings.append(("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)",))
+    return settings
+
+
+def ann_statement(table: str, width: int) -> Any:
+    """The unfiltered top %(vec_k)s by inner product with %(qvec)s through the HNSW graph
+    of `table`, searched `width` wide (with `ann_settings(width)`). Past pgvector's limit,
+    the iterative scan is asked for `width` rows, in roughly the order of their distance,
+    and their top k are taken by the exact distance."""
+    from psycopg import sql
+
+    if width <= EF_SEARCH_MAX:
+        statement = (
+            "SELECT row, -(embedding <#> %(qvec)s) AS score FROM {t}"
+            " ORDER BY embedding <#> %(qvec)s, row LIMIT %(vec_k)s"
+        )
+    else:
+        statement = (
+            "WITH wide AS MATERIALIZED (SELECT row, embedding <#> %(qvec)s AS distance FROM {t}"
+            " ORDER BY embedding <#> %(qvec)s LIMIT {width})"
+            " SELECT row, -distance AS score FROM wide ORDER BY score DESC, row LIMIT %(vec_k)s"
+        )
+    return sql.SQL(statement).format(t=_ident(table), width=sql.Literal(int(width)))
 
 
 _helper_thread = threading.local()
