@@ -236,6 +236,16 @@ BENCHMARKS: dict[str, Benchmark] = {
         "bench/ann.py",
         (*INDEX, *EMBED, "bench/scale.py", "bench/realistic.py"),
     ),
+    "pg_ann": Benchmark(
+        "HNSW in PostgreSQL at 100,000 chunks: graph, search width and builds",
+        "bench/pg_ann.py",
+        (f"{_PKG}/index/postgres", "bench/scale.py", "bench/realistic.py", "tests/pgserver.py"),
+    ),
+    "pg_ann_1m": Benchmark(
+        "HNSW in PostgreSQL at 1,000,000 chunks: graph, search width and builds",
+        "bench/pg_ann.py",
+        (f"{_PKG}/index/postgres", "bench/scale.py", "bench/realistic.py", "tests/pgserver.py"),
+    ),
     "audit": Benchmark(
         "Audit: the token screen on SciFact claims",
         "bench/audit.py",
