@@ -204,6 +204,12 @@ def test_health_describes_the_index_cache_auth_and_facets(open_url: str, engine:
         "counts": m.counts,
     }
     assert data["lexical"] == {"engine": "bm25s", "version": None, "note": "bm25s in memory"}
+    # The example corpus is below the HNSW threshold: its vectors are compared exactly.
+    assert data["vectors"] == {
+        "search": "exact",
+        "engine": "numpy",
+        "note": "exact search (numpy): every chunk is compared",
+    }
     assert data["retrievers"] == ["bm25", "dense", "hybrid"]
     assert data["default_retriever"] == "hybrid+weighted=0.5/0.5+defs"
     assert data["embedder"] == {

@@ -126,6 +126,8 @@ def test_inspect(built: Path) -> None:
     text = run("inspect", "--index", built)
     assert "not calibrated" in text.stdout
     assert "BM25 search: bm25s in memory" in text.stdout
+    assert data["vector_engine"]["search"] == "exact"
+    assert "vector search: exact search (numpy): every chunk is compared" in text.stdout
 
 
 def test_chat_keeps_the_index_and_takes_commands(built: Path) -> None:

@@ -403,3 +403,21 @@ def test_a_postgresql_build_widens_ef_construction_with_its_size() -> None:
     assert grown[-1] == EF_CONSTRUCTION_MAX  # pgvector's limit
     assert pg_ef_construction(64, 50_000) == 64  # a small build keeps its own setting
     assert pg_ef_construction(600, 1_000_000) == 600  # a higher setting is kept
+
+
+def test_inspect_and_health_name_the_hnsw_graph_a_directory_searches(tmp_path: Path) -> None:
+    pytest.importorskip("faiss", reason="the ann extra (faiss-cpu) is not installed")
+    from groundqa.index.dense import DenseSettings
+
+    index = tmp_path / "idx"
+    ingest([REGPACK], index, dense=DenseSettings(ann_threshold=10))
+    store = Engine.open(index).store
+    assert store.vector_engine == {
+        "search": "hnsw",
+        "engine": "faiss",
+        "m": 32,
+        "ef_construction": 200,
+        "width": 128,
+        "note": "faiss HNSW, m 32, ef_construction 200, searched 128 wide; "
+        "filtered searches are exact",
+    }

@@ -204,6 +204,18 @@ def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], modu
             )
             assert cur.fetchall() == [(["m=32", "ef_construction=200"],)]
         assert ann.info.stats["hnsw_ef_construction"] == 200
+        # `inspect` and /health say how vectors are searched, as the store does it.
+        assert ann.vector_engine == {
+            "search": "hnsw",
+            "engine": "pgvector",
+            "m": 32,
+            "ef_construction": 200,
+            "width": 128,
+            "note": "pgvector HNSW, m 32, ef_construction 200, searched 128 wide; "
+            "filtered searches are exact",
+        }
+        assert shared.store.vector_engine is not None
+        assert shared.store.vector_engine["search"] == "exact"  # below ann_threshold
         for width, ef, iterative in (
             (128, "128", "off"),
             (1000, "1000", "off"),
@@ -218,7 +230,9 @@ def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], modu
         # Past pgvector's limit of 1000 the iterative scan carries the search on: asked for
         # more rows than the corpus holds, it reaches every chunk, so its top 10 are the
         # exact top 10, in exact order. At k larger than ef_search, the search is k wide.
-        ann.ef_search = max(1500, ann.num_docs + 1)
+        ann.ef_search = 1500
+        assert ann.num_docs < 1500
+        assert "searched 1500 wide (iterative scan past ef_search 1000)" in str(ann.vector_engine)
         for probe in load_probes(REGPACK_PROBES)[:5]:
             q = shared.embed_query(probe.question)
             exact_ranked = ann.vector_search(q, 10, exact=True)

@@ -33,6 +33,7 @@ class InspectReport:
     acronyms: int = 0
     gate: str = ""
     lexical: dict[str, Any] | None = None
+    vectors: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -44,6 +45,7 @@ class InspectReport:
             "acronyms": self.acronyms,
             "gate": self.gate,
             "lexical_engine": self.lexical,
+            "vector_engine": self.vectors,
         }
 
 
@@ -86,4 +88,5 @@ def inspect_index(index_dir: str | Path) -> InspectReport:
         acronyms=len(loaded.acronyms),
         gate=gate_for(manifest.gate, manifest.fingerprint).describe(),
         lexical=loaded.lexical_engine,
+        vectors=loaded.vector_engine,
     )

@@ -222,6 +222,8 @@ def inspect(index_dir: str, sections: bool, as_json: bool) -> None:
         if d
         else "vectors: none (built with --no-dense; bm25 only)"
     )
+    if report.vectors is not None:
+        out.print(f"vector search: {escape(report.vectors['note'])}")
     out.print(f"acronyms defined in the corpus: {report.acronyms}")
     out.print(f"gate: {report.gate}")
     out.print(f"corpus: {report.staleness}")

@@ -82,6 +82,13 @@ class Store(Protocol):
         `note` that says why, for `inspect` and `/health`."""
         ...
 
+    @property
+    def vector_engine(self) -> dict[str, Any] | None:
+        """How vectors are searched: `search` (exact or hnsw), the graph's `m` and
+        `ef_construction` and the `width` an unfiltered search walks it with, and a `note`,
+        for `inspect` and `/health`; None without vectors."""
+        ...
+
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         """How many chunks contain each term (0 for a term the corpus never uses)."""
         ...

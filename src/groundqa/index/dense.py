@@ -59,6 +59,34 @@ def ann_ef_search(configured: int, size: int) -> int:
     return min(max(configured, round(grown(EF_SEARCH_POINTS, size))), EF_SEARCH_MAX)
 
 
+def hnsw_description(
+    kind: str,
+    engine: str,
+    *,
+    m: int | None = None,
+    ef_construction: int | None = None,
+    width: int | None = None,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """How a store searches its vectors, for `inspect` and `/health`: exactly (`kind`
+    "exact"), or through an HNSW graph of `m` and `ef_construction` walked `width` wide,
+    past the engine's own `limit` of ef_search by its iterative scan."""
+    if kind == "exact":
+        note = f"exact search ({engine}): every chunk is compared"
+        return {"search": "exact", "engine": engine, "note": note}
+    note = f"{engine} HNSW, m {m}, ef_construction {ef_construction}, searched {width} wide"
+    if limit is not None and width is not None and width > limit:
+        note += f" (iterative scan past ef_search {limit})"
+    return {
+        "search": "hnsw",
+        "engine": engine,
+        "m": m,
+        "ef_construction": ef_construction,
+        "width": width,
+        "note": note + "; filtered searches are exact",
+    }
+
+
 def grown(points: tuple[tuple[int, int], tuple[int, int]], size: int) -> float:
     """A setting measured at two sizes, at `size`: as the first below the first size, and
     growing as the power of the size through both points from there."""

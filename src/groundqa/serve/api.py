@@ -153,6 +153,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
                 "counts": dict(m.counts),
             },
             "lexical": engine.store.lexical_engine,
+            "vectors": engine.store.vector_engine,
             "retrievers": list(engine.retrievers),
             "default_retriever": engine.default_retriever,
             "generators": available_generators(),

@@ -23,7 +23,7 @@ from groundqa.embed import Matrix
 from groundqa.errors import IndexCorruptError, UsageError
 from groundqa.index.base import Mask, Ranked
 from groundqa.index.catalog import Catalog, MemoryCatalog
-from groundqa.index.dense import VectorIndex, ann_ef_search
+from groundqa.index.dense import VectorIndex, ann_ef_search, hnsw_description
 from groundqa.index.directory.catalog import FileCatalog, has_catalog
 from groundqa.index.lexical import LexicalIndex, top_k
 from groundqa.index.manifest import Manifest, current_build, read_manifest
@@ -115,6 +115,21 @@ class DirectoryStore:
     @property
     def lexical_engine(self) -> dict[str, Any]:
         return {"engine": "bm25s", "version": None, "note": "bm25s in memory"}
+
+    @property
+    def vector_engine(self) -> dict[str, Any] | None:
+        if self.vectors is None:
+            return None
+        if self.vectors.ann is None:
+            return hnsw_description("exact", "numpy")
+        dense = self.manifest.dense
+        return hnsw_description(
+            "faiss",
+            "faiss",
+            m=int(dense.get("hnsw_m", 32)),
+            ef_construction=int(dense.get("ef_construction", 200)),
+            width=int(self.vectors.ann.hnsw.efSearch),
+        )
 
     def document_frequencies(self, terms: Iterable[str]) -> dict[str, int]:
         return {t: self.lexical.df(t) for t in terms}

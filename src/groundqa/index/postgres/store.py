@@ -36,7 +36,7 @@ from groundqa.errors import (
 )
 from groundqa.index.base import Mask, Ranked
 from groundqa.index.catalog import Catalog, MemoryCatalog
-from groundqa.index.dense import EF_SEARCH_MAX, ann_ef_search
+from groundqa.index.dense import EF_SEARCH_MAX, ann_ef_search, hnsw_description
 from groundqa.index.manifest import Manifest
 from groundqa.index.postgres import bm25
 from groundqa.index.postgres.catalog import CHUNK_COLUMNS, SqlCatalog, chunk_of
@@ -187,6 +187,24 @@ class PostgresStore:
                 "note": f"{bm25.EXTENSION} {self._bm25.version} BM25 index proposes, SQL scores",
             }
         return {"engine": "sql", "version": None, "note": self._lexical_note}
+
+    @property
+    def vector_engine(self) -> dict[str, Any] | None:
+        if not self.has_vectors:
+            return None
+        if not self._uses_ann(False):
+            return hnsw_description("exact", "pgvector")
+        dense = self.info.manifest.dense
+        return hnsw_description(
+            "pgvector",
+            "pgvector",
+            m=int(dense.get("hnsw_m", 16)),
+            ef_construction=int(
+                self.info.stats.get("hnsw_ef_construction", dense.get("ef_construction", 64))
+            ),
+            width=self.ef_search,
+            limit=EF_SEARCH_MAX,
+        )
 
     @property
     def chunks(self) -> list[Chunk]:
