@@ -31,7 +31,7 @@ from groundqa.chunking import ChunkerSettings
 from groundqa.engine import Engine
 from groundqa.errors import IndexLockedError, IndexVersionError, StoreUnavailableError
 from groundqa.evaluate.probes import load_probes
-from groundqa.index.dense import ann_ef_search
+from groundqa.index.dense import pg_search_width
 from groundqa.ingestion import ingest
 from groundqa.serve import ServeSettings
 from tests.conftest import REGPACK, REGPACK_PROBES, pg_database_url
@@ -192,7 +192,7 @@ def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], modu
         assert found / total >= 0.95
         # HNSW runs at the store's ef_search (the build's, raised with its size), or at k
         # when k is larger; an exact search does not walk the graph.
-        assert ann.ef_search == ann_ef_search(128, ann.num_docs) == 128
+        assert ann.ef_search == pg_search_width(128, ann.num_docs) == 128
         # The graph was built with the build's m and ef_construction (a small build does not
         # widen it), and the build records the ef_construction it used.
         with ann._cursor() as cur:

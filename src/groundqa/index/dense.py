@@ -59,6 +59,20 @@ def ann_ef_search(configured: int, size: int) -> int:
     return min(max(configured, round(grown(EF_SEARCH_POINTS, size))), EF_SEARCH_MAX)
 
 
+# pgvector's HNSW graph keeps fewer true neighbours than faiss's with the same settings
+# (`index.postgres.target`), so a PostgreSQL store searches its graph wider, through these
+# two points; past pgvector's ef_search limit its iterative scan carries the search on
+# (`index.postgres.store.ann_statement`), up to the rows that scan reads by default.
+PG_WIDTH_POINTS = ((100_000, 128), (1_000_000, 1000))
+PG_WIDTH_MAX = 20_000  # pgvector's hnsw.max_scan_tuples
+
+
+def pg_search_width(configured: int, size: int) -> int:
+    """How wide a PostgreSQL store of `size` chunks walks its HNSW graph: the build's
+    ef_search, raised with the size."""
+    return min(max(configured, round(grown(PG_WIDTH_POINTS, size))), PG_WIDTH_MAX)
+
+
 def hnsw_description(
     kind: str,
     engine: str,

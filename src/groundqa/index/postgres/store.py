@@ -36,7 +36,7 @@ from groundqa.errors import (
 )
 from groundqa.index.base import Mask, Ranked
 from groundqa.index.catalog import Catalog, MemoryCatalog
-from groundqa.index.dense import EF_SEARCH_MAX, ann_ef_search, hnsw_description
+from groundqa.index.dense import EF_SEARCH_MAX, hnsw_description, pg_search_width
 from groundqa.index.manifest import Manifest
 from groundqa.index.postgres import bm25
 from groundqa.index.postgres.catalog import CHUNK_COLUMNS, SqlCatalog, chunk_of
@@ -105,9 +105,9 @@ class PostgresStore:
         self.bm25_wanted = bm25_wanted  # what `reopen` asks for again
         self.direct_rows = DIRECT_ROWS
         self.propose_min = PROPOSE_MIN
-        # HNSW's ef_search: the build's setting, raised with its size (`ann_ef_search`).
+        # How wide HNSW is searched: the build's ef_search, raised with its size.
         configured = int(info.manifest.dense.get("ef_search", 128))
-        self.ef_search = ann_ef_search(configured, int(info.manifest.counts.get("chunks", 0)))
+        self.ef_search = pg_search_width(configured, int(info.manifest.counts.get("chunks", 0)))
         self._helpers: ThreadPoolExecutor | None = None
         self._helpers_lock = threading.Lock()
 
