@@ -391,6 +391,20 @@ def test_ef_search_grows_with_the_index_through_the_measured_points() -> None:
     assert ann_ef_search(600, 100_000) == 600  # a higher setting in the build is kept
 
 
+def test_postgresql_searches_its_graph_wider_than_the_directory_past_100k() -> None:
+    from groundqa.index.dense import PG_WIDTH_MAX, ann_ef_search, pg_search_width
+
+    assert pg_search_width(128, 5_000) == 128  # small indexes keep the build's setting
+    assert pg_search_width(128, 100_000) == 128 == ann_ef_search(128, 100_000)
+    assert pg_search_width(128, 1_000_000) == 1500  # measured at 1M (bench/pg_ann.py)
+    sizes = [200_000, 500_000, 1_000_000, 3_000_000, 10**9]
+    widths = [pg_search_width(128, n) for n in sizes]
+    assert widths == sorted(widths)
+    assert all(w > ann_ef_search(128, n) for w, n in zip(widths, sizes, strict=True))
+    assert widths[-1] == PG_WIDTH_MAX  # the rows pgvector's iterative scan reads by default
+    assert pg_search_width(2000, 100_000) == 2000  # a higher setting in the build is kept
+
+
 def test_a_postgresql_build_widens_ef_construction_with_its_size() -> None:
     pytest.importorskip("psycopg", reason="the PostgreSQL target needs psycopg")
     from groundqa.index.postgres.target import EF_CONSTRUCTION_MAX, pg_ef_construction

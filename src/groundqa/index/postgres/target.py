@@ -68,11 +68,11 @@ HNSW_BUILD_MEMORY_KB = 4 * 1024 * 1024
 # ef_construction (one difference: pgvector inserts rows in table order, faiss the upper
 # layers first). At 1M chunks of real MiniLM vectors, m 32, ef_construction 200 and
 # ef_search 1000, pgvector kept 0.973 of exact recall@10 on the queries bench/scale.py
-# reports, where faiss kept 0.987; rebuilt with 400, pgvector kept 0.9785. pgvector draws
-# levels at random and builds on two processes, so its recall moves between builds (0.9845
-# and 0.9755 at 100k in two runs of the same settings). A PostgreSQL build widens
-# ef_construction with its size through these two points: 400 is the most measured at 1M,
-# not a setting shown to reach 0.98 there.
+# reports, where faiss kept 0.987; rebuilt with 400, pgvector kept 0.9785, and 0.973 in
+# another build (bench/pg_ann.py): pgvector draws levels at random and builds on two
+# processes, so its recall moves between builds. A PostgreSQL build widens
+# ef_construction with its size through these two points, and its store searches the
+# graph wider than ef_search allows (`index.dense.pg_search_width`).
 PG_EF_CONSTRUCTION_POINTS = ((100_000, 200), (1_000_000, 400))
 EF_CONSTRUCTION_MAX = 1000  # pgvector's own limit
 
