@@ -24,6 +24,7 @@ import generation
 import intent
 import pdf
 import pdf_headings
+import pg_ann
 import pg_bm25
 import pipeline
 import postgres_eval
@@ -61,6 +62,7 @@ def main() -> int:
     pg_bm25.run()
     postgres_load.run()
     scale.run()
+    pg_ann.run()  # 100,000 chunks; the 1M run is apart (docs/postgres.md)
     audit.run()
     generation.run()
     pipeline.run()
