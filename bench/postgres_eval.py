@@ -219,9 +219,13 @@ def vector_plan(pg: Any, query: np.ndarray, k: int) -> str:
     """EXPLAIN of the store's own vector statement under its own settings."""
     from psycopg import sql
 
-    statement, params = pg._vector_sql(query, k, None)
+    from groundqa.index.postgres.store import EXACT_SETTINGS, ann_settings
+
+    ann = pg._uses_ann(False)
+    statement, params = pg._vector_sql(query, k, None, ann)
     with pg._cursor() as cur:
-        pg._vector_settings(cur, k, False)
+        for setting in ann_settings(max(pg.ef_search, k)) if ann else EXACT_SETTINGS:
+            cur.execute(*setting)
         cur.execute(sql.SQL("EXPLAIN ") + statement, params)
         text = "\n".join(r[0] for r in cur.fetchall())
     return re.sub(r"'\[[^\]]*\]'::vector", "$query::vector", text)
