@@ -153,7 +153,7 @@ def test_embedder_figures_are_its_results_file() -> None:
 
 
 def test_scale_figures_are_its_results_files() -> None:
-    from groundqa.index.dense import ann_ef_search
+    from groundqa.index.dense import ann_ef_search, pg_search_width
     from groundqa.index.postgres.target import pg_ef_construction
 
     text = re.sub(r"\s+", " ", doc("postgres.md"))
@@ -172,8 +172,8 @@ def test_scale_figures_are_its_results_files() -> None:
     quoted(text, "median cosine of 0.573", "0.573", checked["generated"]["top1_cos_p50"])
     quoted(text, "their nearest real one at 0.583", "0.583", checked["real"]["top1_cos_p50"])
     quoted(text, "used before: 0.174)", "0.174", checked["clustered (before)"]["top1_cos_p50"])
-    quoted(text, "opens a 1M-chunk build in 0.6 s", "0.6", d1m["open_s"])
-    quoted(text, "default plan in p50 11.7 ms at 1M", "11.7", p50(d1m, "default_plan"))
+    quoted(text, "opens a 1M-chunk build in 0.3 s", "0.3", d1m["open_s"])
+    quoted(text, "default plan in p50 8.4 ms at 1M", "8.4", p50(d1m, "default_plan"))
     # ef_search: the smallest setting whose lower bound reaches 0.98, at both sizes, and
     # the points the size rule grows through.
     chosen = {s["chunks"]: s for s in results("ann")["sizes"]}
@@ -184,44 +184,92 @@ def test_scale_figures_are_its_results_files() -> None:
         assert chosen[size]["choosing_queries"] == 905
     assert "is 128 at 100k chunks and 1000 at 1M" in text
     quoted(text, "keeps 0.987 of exact recall@10 on the reported", "0.987", d1m[recall])
-    (at_128,) = [e for e in d1m["ef_search_sweep"] if e["ef_search"] == 128]
-    quoted(text, "queries (0.9225 at 128)", "0.9225", at_128["reported"]["recall_at_10"])
-    (at_512,) = [e for e in d1m["ef_search_sweep"] if e["ef_search"] == 512]
-    quoted(text, "kept 0.9865 on them", "0.9865", at_512["tuning"]["recall_at_10"])
-    (on_905,) = [e for e in chosen[1_000_000]["ef_search_sweep"] if e["ef_search"] == 512]
-    quoted(text, "but 0.9747 on the 905", "0.9747", on_905["tuning"]["recall_at_10"])
+
+    def at(row: dict[str, Any], ef: int) -> dict[str, Any]:
+        (found,) = [e for e in row["ef_search_sweep"] if e["ef_search"] == ef]
+        return found
+
+    quoted(text, "queries (0.9225 at 128)", "0.9225", at(d1m, 128)["reported"]["recall_at_10"])
+    quoted(text, "kept 0.9865 on them", "0.9865", at(d1m, 512)["tuning"]["recall_at_10"])
+    on_905 = at(chosen[1_000_000], 512)["tuning"]["recall_at_10"]
+    assert f"but {on_905} on the 905" in text
     quoted(text, "has 4.1 GB of mapped files", "4.1", d1m["query_peak_mb"] / 1000)
-    rss10k = f"{pg10k['worker_rss_mb']:.0f}"
-    quoted(text, f"was {rss10k} MB at 10k", rss10k, pg10k["worker_rss_mb"])
+    rss10k, rss100k = f"{pg10k['worker_rss_mb']:.0f}", f"{pg100k['worker_rss_mb']:.0f}"
+    assert f"was {rss10k} MB at 10k, {rss100k} MB at 100k and 81 MB at 1M" in text
     quoted(text, "and 81 MB at 1M", "81", pg1m["worker_rss_mb"])
-    quoted(text, "takes p50 25.0 ms through pg_textsearch", "25.0", p50(pg1m, "lexical"))
-    quoted(text, "and the default plan p50 53.7 ms", "53.7", p50(pg1m, "default_plan"))
-    assert "with `ef_search` 1000" in text and ann_ef_search(128, 1_000_000) == 1000
-    assert pg1m["hnsw"] == {"m": 32, "ef_construction": 400, "ef_search": 1000}
+    quoted(text, "takes p50 23.7 ms through pg_textsearch", "23.7", p50(pg1m, "lexical"))
+    quoted(text, "and the default plan p50 64.0 ms", "64.0", p50(pg1m, "default_plan"))
+    # PostgreSQL's graph at 1M: built with the ef_construction its size rule gives, searched
+    # as wide as its width rule gives, and what that kept.
+    assert pg1m["hnsw"] == {"m": 32, "ef_construction": 400, "ef_search": 1500}
     assert pg_ef_construction(200, 1_000_000) == 400 and "to 400 at 1M" in text
-    quoted(text, "HNSW keeps 0.9785 of exact", "0.9785", pg1m[recall])
-    (at512,) = [e for e in pg1m["ef_search_sweep"] if e["ef_search"] == 512]
-    quoted(text, "(0.951 at 512)", "0.951", at512["reported"]["recall_at_10"])
-    assert "took 1,040 s to build" in text and round(pg1m["index_vectors_s"]) == 1040
-    quoted(text, "lexical p50 ≤ 30 ms (25.0)", "25.0", p50(pg1m, "lexical"))
-    quoted(text, "default plan p50 ≤ 80 ms (53.7)", "53.7", p50(pg1m, "default_plan"))
-    quoted(text, "worker memory ≤ 400 MB (81 MB)", "81", pg1m["worker_rss_mb"])
-    quoted(text, "open ≤ 5 s (0.6 s)", "0.6", d1m["open_s"])
-    quoted(text, "hybrid p50 ≤ 20 ms (11.7 ms", "11.7", p50(d1m, "default_plan"))
-    quoted(text, "recall@10 ≥ 0.98 (0.987)", "0.987", d1m[recall])
-    quoted(text, "narrowly (0.9785 at", "0.9785", pg1m[recall])
+    assert pg_search_width(128, 1_000_000) == 1500 and "searched 1500 wide" in text
+    quoted(text, "recall@10 of exact is 0.9895 there", "0.9895", pg1m[recall])
+    assert "took 998 s to build" in text and round(pg1m["index_vectors_s"]) == 998
+    quoted(text, "kept 0.9715 of exact", "0.9715", at(pg1m, 1000)["reported"]["recall_at_10"])
+    quoted(
+        text, "1500 wide kept 0.9895 on the", "0.9895", at(pg1m, 1500)["reported"]["recall_at_10"]
+    )
+    quoted(text, "and 0.987 on the 200 choosing", "0.987", at(pg1m, 1500)["tuning"]["recall_at_10"])
+    quoted(text, "at p50 39.5 ms a search", "39.5", at(pg1m, 1500)["reported"]["p50_ms"])
+    quoted(text, "against 15.6 ms 1000 wide", "15.6", at(pg1m, 1000)["reported"]["p50_ms"])
+    # bench/pg_ann.py at 1M: another build of the same graph, and the width it chose.
+    pg_ann = results("pg_ann_1m")
+    (build,) = pg_ann["builds"]
+    assert (build["m"], build["ef_construction"]) == (32, 400)
+    widths = {r["width"]: r for r in build["sweep"]}
+    choosing = {w: r["choosing"] for w, r in widths.items()}
+    assert pg_ann["choosing_queries"] == 905
+    assert pg_ann["enough"] == [{"m": 32, "ef_construction": 400, "width": 1500}]
+    assert f"and {widths[1000]['reported']['recall_at_10']} in the build of" in text
+    assert f"1000 wide kept {choosing[1000]['recall_at_10']} (lower bound" in text
+    assert f"bound {choosing[1000]['recall_at_10_low95']}), 1500 wide" in text
+    assert (
+        f"1500 wide {choosing[1500]['recall_at_10']} ({choosing[1500]['recall_at_10_low95']})"
+        in text
+    )
+    assert f"at p50 {choosing[1500]['p50_ms']:.1f} ms a search against" in text
+    assert f"against {choosing[1000]['p50_ms']:.1f} ms; 2000 wide" in text
+    assert choosing[2000]["recall_at_10"] == choosing[1500]["recall_at_10"]
+    assert (
+        f"3000 wide {choosing[3000]['recall_at_10']} at {choosing[3000]['p50_ms']:.1f} ms" in text
+    )
     serve = pg1m["serve"]
-    quoted(text, "answered 14.1 requests a second", "14.1", serve["throughput_rps"])
-    quoted(text, "(p50 1.05 s", "1.05", serve["p50_ms"] / 1000)
-    quoted(text, "p99 3.1 s)", "3.1", serve["p99_ms"] / 1000)
+    quoted(text, "answered 12.4 requests a second", "12.4", serve["throughput_rps"])
+    quoted(text, "(p50 1.28 s", "1.28", serve["p50_ms"] / 1000)
+    quoted(text, "p99 3.4 s; 14.1", "3.4", serve["p99_ms"] / 1000)
     assert serve["errors"] == 0 and serve["workers_answering"] == 2
-    quoted(text, "PostgreSQL took 65% of the CPU", "65", serve["cpu_share_pct"]["postgres"])
-    rss = f"{pg100k['worker_rss_mb']:.0f}"
-    quoted(text, f"{rss} MB at 100k", rss, pg100k["worker_rss_mb"])
+    quoted(text, "PostgreSQL took 71% of the CPU", "71", serve["cpu_share_pct"]["postgres"])
     at_100k = [f"{p50(pg100k, 'lexical'):.1f}", f"{p50(pg100k, 'default_plan'):.1f}"]
     phrase = f"at 100k: lexical p50 {at_100k[0]} ms, default plan p50 {at_100k[1]} ms"
     assert phrase in text, phrase
-    quoted(text, f"recall {pg100k[recall]}.", str(pg100k[recall]), pg100k[recall])
+    assert f"recall {pg100k[recall]}, searched 128 wide" in text
+    assert pg100k["hnsw"] == {"m": 32, "ef_construction": 200, "ef_search": 128}
+    # bench/pg_ann.py at 100k: two builds of each graph, 128 wide on the choosing queries.
+    at_100k_graphs: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for b in results("pg_ann")["builds"]:
+        (row,) = [r["choosing"] for r in b["sweep"] if r["width"] == 128]
+        at_100k_graphs.setdefault((b["m"], b["ef_construction"]), []).append(row)
+    default, wider, denser = (at_100k_graphs[g] for g in ((32, 200), (32, 400), (48, 200)))
+    assert (
+        f"kept {default[0]['recall_at_10']} and {default[1]['recall_at_10']} of exact recall@10 "
+        f"on the 905 choosing queries (lower bounds {default[0]['recall_at_10_low95']} and "
+        f"{default[1]['recall_at_10_low95']})"
+    ) in text
+    assert f"400 kept {wider[0]['recall_at_10']} and {wider[1]['recall_at_10']};" in text
+    assert f"m 48 kept {denser[0]['recall_at_10']} and {denser[1]['recall_at_10']}" in text
+    enough = {(e["m"], e["ef_construction"]): e["width"] for e in results("pg_ann")["enough"]}
+    assert enough[(32, 200)] == 256 and "would need 256 wide at 100k" in text
+    for phrase, value in (
+        ("lexical p50 ≤ 30 ms (23.7)", p50(pg1m, "lexical")),
+        ("default plan p50 ≤ 80 ms (64.0)", p50(pg1m, "default_plan")),
+        ("of exact (0.9895)", pg1m[recall]),
+        ("worker memory ≤ 400 MB (81 MB)", pg1m["worker_rss_mb"]),
+        ("open ≤ 5 s (0.3 s)", d1m["open_s"]),
+        ("hybrid p50 ≤ 20 ms (8.4 ms", p50(d1m, "default_plan")),
+        ("recall@10 ≥ 0.98 (0.987)", d1m[recall]),
+    ):
+        quoted(text, phrase, re.findall(r"\(([0-9.]+)", phrase)[-1], value)
     (bm25_1m,) = [s for s in results("pg_bm25")["scale"] if s["chunks"] == 1_000_000]
     lexical = bm25_1m["latency"]
     quoted(text, "; 5.4 ms with the three", "5.4", lexical["pg-index"]["k10"]["p50_ms"])
