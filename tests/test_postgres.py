@@ -227,9 +227,21 @@ def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], modu
                 assert cur.execute("SHOW hnsw.ef_search").fetchone()[0] == ef
                 assert cur.execute("SHOW hnsw.iterative_scan").fetchone()[0] == iterative
                 assert cur.execute("SHOW enable_seqscan").fetchone()[0] == "off"
+        # At k larger than the store's width, the search is k wide: pgvector returns no
+        # more rows than ef_search, so a search 10 wide would stop short of 100.
+        probe_vector = shared.embed_query(load_probes(REGPACK_PROBES)[0].question)
+        with ann._cursor() as cur:
+            for setting in ann_settings(10):
+                cur.execute(*setting)
+            cur.execute(
+                ann_statement(ann.info.chunk_table, 10), {"qvec": probe_vector, "vec_k": 100}
+            )
+            assert len(cur.fetchall()) < 100
+        ann.ef_search = 10
+        assert len(ann.vector_search(probe_vector, 100)) == 100
         # Past pgvector's limit of 1000 the iterative scan carries the search on: asked for
         # more rows than the corpus holds, it reaches every chunk, so its top 10 are the
-        # exact top 10, in exact order. At k larger than ef_search, the search is k wide.
+        # exact top 10, in exact order.
         ann.ef_search = 1500
         assert ann.num_docs < 1500
         assert "searched 1500 wide (iterative scan past ef_search 1000)" in str(ann.vector_engine)
