@@ -19,6 +19,10 @@ from groundqa.definitions import defined_term, defines
         ("What is the fine for lodging a NEER report late each year?", None),
         ("What time does the bakery open?", None),
         ("How is loss of containment modelled?", None),
+        ("How does the anti-idling by-law define idle?", "idle"),
+        ("How does the subdivision code define an expressway?", "expressway"),
+        ("How is a tentative map defined?", "tentative map"),
+        ("How are you?", None),
     ],
 )
 def test_the_term_a_definition_question_asks_about(question: str, term: str | None) -> None:

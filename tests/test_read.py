@@ -11,22 +11,33 @@ import json
 import pytest
 
 from groundqa.models import Chunk, Hit
-from groundqa.read import COVERAGE_DEPTH, Reader, Reading, Sentence, coverage, wanted
+from groundqa.read import (
+    COVERAGE_DEPTH,
+    Reader,
+    Reading,
+    Sentence,
+    coverage,
+    document_name,
+    preferred,
+    wanted,
+)
 from groundqa.text import Analyzer, PassageTerms
 
 ANALYZER = Analyzer()
 
 
-def _hits(*texts: str) -> tuple[Hit, ...]:
+def _hits(*texts: str, docs: tuple[str, ...] = ()) -> tuple[Hit, ...]:
     return tuple(
-        Hit(Chunk(f"c{n}", f"d{n}", f"d{n}#s", "Town notes", (), text, f"/c/d{n}.md"), 1.0, n)
-        for n, text in enumerate(texts, 1)
+        Hit(Chunk(f"c{n}", doc, f"{doc}#s", "Town notes", (), text, f"/c/{doc}"), 1.0, n)
+        for n, (text, doc) in enumerate(
+            zip(texts, docs or [f"d{n}" for n in range(1, len(texts) + 1)], strict=True), 1
+        )
     )
 
 
-def _reading(question: str, *texts: str) -> Reading:
+def _reading(question: str, *texts: str, docs: tuple[str, ...] = ()) -> Reading:
     weights = dict.fromkeys(ANALYZER.query_terms(question), 1.0)
-    return Reader(PassageTerms(ANALYZER)).read(question, weights, _hits(*texts))
+    return Reader(PassageTerms(ANALYZER)).read(question, weights, _hits(*texts, docs=docs))
 
 
 def _seen(reading: Reading) -> tuple[float, bool, bool]:
@@ -83,6 +94,88 @@ def test_when_a_permit_is_required_asks_for_a_condition_not_a_time() -> None:
     assert wanted("When is a burning permit required?") == ()
     assert wanted("When is the report due?") != ()
     assert wanted("Where is the smokehouse?") == ()
+
+
+def test_a_when_question_may_be_answered_by_a_length_of_time_an_hours_question_not() -> None:
+    expiry = "When does approval of a tentative map expire?"
+    assert _reading(expiry, "A tentative map expires two years after its approval.").found
+    assert _reading(expiry, "A tentative map expires within 30 days of its approval.").found
+    assert not _reading(expiry, "A tentative map expires unless it is extended.").found
+    # opening hours are clock times: a visit of two hours is no answer to them
+    hours = "What are the opening hours of the mill museum?"
+    assert not _reading(hours, "Allow two hours for the mill museum's opening exhibits.").found
+    assert _reading(hours, "The mill museum is open from 10am to 4pm.").found
+
+
+@pytest.mark.parametrize(
+    ("question", "topic"),
+    [
+        ("How tall may a sign on a sidewalk be?", "sign"),
+        ("How wide must a driveway be?", "driveway"),
+        ("How heavy may a lorry on the bridge be?", "lorry"),
+    ],
+)
+def test_size_questions_want_a_number_written_in_words_or_figures(
+    question: str, topic: str
+) -> None:
+    assert wanted(question) != ()
+    assert _reading(question, f"No {topic} shall exceed forty inches in this case.").found
+    assert _reading(question, f"No {topic} shall exceed 36 inches in this case.").found
+    assert not _reading(question, f"No {topic} shall block the way in this case.").found
+
+
+def test_a_how_many_question_ranks_a_number_of_what_it_counts_first() -> None:
+    question = "How many work-hours may the wiring change take?"  # work, hour, wire, chang
+    reading = _reading(
+        question,
+        "Since 2007 the wiring change has been checked by the work-hours standard.",
+        "The wiring change takes up to 79 work-hours.",
+    )
+    # both hold a number; only the second a number of work-hours, which takes the bonus
+    assert [s.holds for s in reading.sentences] == [False, True]
+    assert reading.best is not None and reading.best.hit_index == 1
+    # a table row's cell: what it counts is in the column header
+    table = _reading(
+        "How many homes were achieved in the first years?",
+        "Period: First 5 Years; Requirement: 5,100; Achieved: 5,550.",
+    )
+    assert table.sentences[0].holds and table.found
+    # a number of something else still answers the kind asked for: the gate sees it found
+    died = _reading("How many people died in the crash?", "The crash caused 189 fatalities.")
+    assert died.asked and died.found and not died.sentences[0].holds
+    assert preferred("How tall may a sign be?") == wanted("How tall may a sign be?")
+
+
+def test_a_definition_question_wants_the_sentence_that_defines_the_term() -> None:
+    question = "How does the by-law define idle?"
+    reading = _reading(
+        question,
+        "No person shall idle a vehicle for more than five minutes under this by-law.",
+        '"Idle" means the stopping of a vehicle while its engine runs, under this by-law.',
+    )
+    assert reading.asked and reading.found
+    assert reading.best is not None and reading.best.hit_index == 1 and reading.best.holds
+    # a question for a number first: "What is the minimum lot size?" wants a figure
+    assert wanted("What is the minimum lot size?") == wanted("How many lots?")
+
+
+def test_the_document_name_is_the_context_of_every_sentence_in_it() -> None:
+    assert document_name("san_mateo_municipal_code_title26_subdivisions.html") == (
+        "san mateo municipal code subdivisions"
+    )
+    assert document_name("guides/whitby_noise_bylaw_6917-14.pdf") == "whitby noise bylaw"
+    assert document_name("3.2") == ""  # a CSV row's number names nothing
+    question = "How much frontage must a new lot in San Mateo have?"  # frontag new lot san mateo
+    reading = _reading(
+        question,
+        "Every new lot shall have thirty feet of frontage.",
+        "A sign on San Mateo Drive may be one foot high per foot of frontage.",
+        docs=("san_mateo_subdivisions.html", "sign_rules.html"),
+    )
+    # the first document is about San Mateo: its sentence covers all five terms; the
+    # second one names a street, which covers three (frontag, san, mateo)
+    assert [round(s.coverage, 2) for s in reading.sentences] == [1.0, 0.6]
+    assert reading.best is not None and reading.best.hit_index == 0
 
 
 def test_coverage_is_the_weighted_share_of_topic_terms() -> None:

@@ -32,6 +32,12 @@ _QUESTIONS = (
     re.compile(rf"^\s*what\s+(?:is|are)\s+(?:{_ARTICLE})?(?P<term>.+?)\s*\??\s*$", re.I),
     re.compile(rf"^\s*define\s+(?:{_ARTICLE})?(?P<term>.+?)\s*[.?]?\s*$", re.I),
     re.compile(r"^\s*what\s+does\s+(?:an?\s+|the\s+)?(?P<term>.+?)\s+mean\s*\??\s*$", re.I),
+    # "How does the by-law define idle?", "How is a tentative map defined?"
+    re.compile(
+        rf"^\s*how\s+(?:does|do|did)\s+.+?\s+define\s+(?:{_ARTICLE})?(?P<term>.+?)\s*\??\s*$",
+        re.I,
+    ),
+    re.compile(rf"^\s*how\s+(?:is|are)\s+(?:{_ARTICLE})?(?P<term>.+?)\s+defined\b.*?\??\s*$", re.I),
 )
 MAX_TERM_WORDS = 5
 # Words that make "what is ..." a question about something other than a term.
@@ -62,7 +68,8 @@ def defined_term(question: str) -> str | None:
 
 
 @lru_cache(maxsize=256)
-def _definition_pattern(term: str) -> re.Pattern[str]:
+def definition_pattern(term: str) -> re.Pattern[str]:
+    """What a sentence that defines `term` looks like (see the module's docstring)."""
     words = [re.escape(w) for w in term.split()]
     if len(words[-1]) > 3 and words[-1].endswith("s"):  # "protected trees" defines "tree"
         words[-1] = words[-1][:-1]
@@ -80,4 +87,4 @@ def _definition_pattern(term: str) -> re.Pattern[str]:
 
 def defines(text: str, term: str) -> bool:
     """True when `text` holds a sentence that defines `term`."""
-    return _definition_pattern(term).search(text) is not None
+    return definition_pattern(term).search(text) is not None

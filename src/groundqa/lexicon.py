@@ -500,9 +500,22 @@ MENTIONS_MONEY = re.compile(
     + "".join(CURRENCY_SYMBOLS)
     + r"]\s?\d|\b[A-Z]{3}\s?\d[\d,.]*|\b\d[\d,.]*\s?(?:pounds|dollars|euros|penalty units?)\b"
 )
-# A digit, or a number word up to twelve.
-MENTIONS_NUMBER = re.compile(
-    r"\d|\b(?:" + "|".join(w for w, n in WORD_NUMBERS.items() if n <= 12) + r")\b", re.I
+# A digit, or a number word. The words here beside WORD_NUMBERS only mark a sentence as
+# holding a number ("thirty feet", "a hundred"): the audit reads values from WORD_NUMBERS.
+_MORE_NUMBER_WORDS = (
+    *("thirteen", "fourteen", "sixteen", "seventeen", "eighteen", "nineteen"),
+    *("seventy", "eighty", "ninety", "hundred"),
+)
+NUMBER_WORDS = (*WORD_NUMBERS, *_MORE_NUMBER_WORDS, *SCALES)
+MENTIONS_NUMBER = re.compile(r"\d|\b(?:" + "|".join(NUMBER_WORDS) + r")\b", re.I)
+# A length of time, which answers "when" as often as a date does: "two years after its
+# approval", "within 30 days", "five (5) minutes", "six calendar months".
+MENTIONS_DURATION = re.compile(
+    r"\b(?:\d+|"
+    + "|".join((*WORD_NUMBERS, *_MORE_NUMBER_WORDS))
+    + r")\s*(?:\(\d+\)\s*)?(?:(?:calendar|business|working|clear|consecutive|full)\s+)?"
+    r"(?:minutes?|hours?|days?|weeks?|months?|years?)\b",
+    re.I,
 )
 # A name: a capitalised word inside a sentence (after a lower-case word), not its first word.
 MENTIONS_NAME = re.compile(r"(?<=[a-z,;:] )[A-Z][a-z]+")

@@ -2,9 +2,10 @@
 
 The reader walks the top passages once per question and scores each sentence
 by how much of the question's topic it covers (idf weighted, with the passage's
-title and section path counted as context), plus a bonus when it carries the
-kind of fact the question asks for (a time for "what time", an amount for "how
-much"). The result, a `Reading`, is made once and shared: the gate reads its
+title, section path and document name counted as context), plus a bonus when it
+carries the kind of fact the question asks for (a time for "what time", an amount
+for "how much", a length of time for "when", the defining sentence for "what is a
+setback?"). The result, a `Reading`, is made once and shared: the gate reads its
 best sentence's coverage and fact type, and the extractive generator quotes
 from its ranked sentences without scoring anything again.
 
@@ -22,12 +23,15 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
+from groundqa.definitions import defined_term, definition_pattern
 from groundqa.lexicon import (
     MENTIONS_DATE,
+    MENTIONS_DURATION,
     MENTIONS_MONEY,
     MENTIONS_NAME,
     MENTIONS_NUMBER,
     MENTIONS_TIME,
+    NUMBER_WORDS,
     find_instructions,
 )
 from groundqa.models import Hit
@@ -44,15 +48,20 @@ COVERAGE_DEPTH = 3
 
 # Which kind of fact a question asks for, judged from its wording; the first match wins.
 # "When is a permit required?" asks for a condition, not a time: that "when" does not count.
+# A clock time is asked for by "what time" or "opening hours"; a "when" or a deadline may
+# also be answered by a length of time ("two years after its approval").
 _WANTS = (
     (
+        re.compile(r"\b(what time|how late|how early|opening hours|until when)\b", re.I),
+        (MENTIONS_TIME, MENTIONS_DATE),
+    ),
+    (
         re.compile(
-            r"\b(what time|when(?!\b.*\b(?:required|needed|necessary|allowed|permitted|"
-            r"prohibited|apply|applies)\b)|how late|how early|opening hours|until when|"
-            r"by what date|what date|deadline|due)\b",
+            r"\b(when(?!\b.*\b(?:required|needed|necessary|allowed|permitted|"
+            r"prohibited|apply|applies)\b)|by what date|what date|deadline|due)\b",
             re.I,
         ),
-        (MENTIONS_TIME, MENTIONS_DATE),
+        (MENTIONS_TIME, MENTIONS_DATE, MENTIONS_DURATION),
     ),
     (
         re.compile(
@@ -63,8 +72,10 @@ _WANTS = (
     (re.compile(r"\b(how much|amount)\b", re.I), (MENTIONS_MONEY, MENTIONS_NUMBER)),
     (
         re.compile(
-            r"\b(how many|how long|how far|how big|how often|how high|how old|percentage|"
-            r"threshold|limit|minimum|maximum|figure|number|distance|size|area|height|rate|"
+            r"\b(how many|how long|how far|how big|how often|how high|how old|how tall|how wide|"
+            r"how deep|how large|how heavy|how close|how fast|how soon|how loud|percentage|"
+            r"threshold|limit|minimum|maximum|figure|number|distance|size|area|height|width|"
+            r"depth|length|weight|speed|rate|"
             r"terajoules?|tonnes?|metres?|meters?|hectares?|decibels?|db)\b",
             re.I,
         ),
@@ -84,11 +95,39 @@ def coverage(weights: Mapping[str, float], passage_terms: AbstractSet[str]) -> f
 
 
 def wanted(question: str) -> tuple[re.Pattern[str], ...]:
-    """The patterns of the kind of fact the question asks for (empty: no particular kind)."""
+    """The patterns of the kind of fact the question asks for (empty: no particular kind).
+    A question that asks what a term means, and for none of the kinds above ("What is the
+    minimum lot size?" asks for a number), wants the sentence that defines the term."""
     for asks, patterns in _WANTS:
         if asks.search(question):
             return patterns
-    return ()
+    term = defined_term(question)
+    return (definition_pattern(term),) if term is not None else ()
+
+
+_HOW_MANY = re.compile(r"\bhow many ([a-z][a-z-]{2,})", re.I)
+# A table row's cell that holds a number ("Achieved: 5,550; Difference: +450."; see
+# loaders/_tables.py): what it counts is in the column's header, not beside the number.
+_TABLE_NUMBER = re.compile(r"(?:^|; )[^:;\n]{1,80}: [^;\d]{0,3}\d")
+
+
+@lru_cache(maxsize=256)
+def _counted(noun: str) -> re.Pattern[str]:
+    """A number of `noun`: "79 work-hours", "ten (10) homes", "8,981 new dwellings"."""
+    stem = re.escape(noun[:-1] if noun.endswith("s") and len(noun) > 3 else noun)
+    number = r"(?:\d[\d,.]*|\b(?:" + "|".join(NUMBER_WORDS) + r"))"
+    return re.compile(number + r"\s*(?:\(\d+\)\s*)?(?:[\w-]+\s+){0,3}?" + stem, re.I)
+
+
+def preferred(question: str) -> tuple[re.Pattern[str], ...]:
+    """The patterns of the fact that best answers the question, which the reader ranks
+    first: for "how many work-hours", a number of work-hours ("79 work-hours", not "in
+    2007") or a number in a table's cell, whose header says what it counts; for any
+    other question, the kind it asks for (`wanted`)."""
+    counted = _HOW_MANY.search(question)
+    if counted is not None:
+        return (_counted(counted.group(1).lower()), _TABLE_NUMBER)
+    return wanted(question)
 
 
 def holds(patterns: tuple[re.Pattern[str], ...], sentence: str) -> bool:
@@ -231,12 +270,15 @@ class Reader:
         if not weights and model is None:
             return Reading(passage_terms=passages, untrained=untrained)
         kinds = wanted(question)
+        best_kind = preferred(question) if kinds else ()
         topic = set(weights)
         sentences: list[Sentence] = []
         depth = self.max_passages if model is None else self.model_passages
         for i, hit in enumerate(hits[:depth]):
             chunk = hit.chunk
-            context = self.text.terms(f"{chunk.chunk_id}:crumb", chunk.breadcrumb)
+            context = self.text.terms(
+                f"{chunk.chunk_id}:context", f"{chunk.breadcrumb} {document_name(chunk.doc_id)}"
+            )
             for pos, (text, terms) in enumerate(self.text.sentences(chunk.chunk_id, chunk.text)):
                 if _HEADING_LINE.match(text) or len(text) < 12 or _addresses_model(text):
                     continue
@@ -247,7 +289,7 @@ class Reader:
                 if not terms & topic and (model is None or i >= self.model_all):
                     continue
                 cov = coverage(weights, terms | context)
-                has = bool(kinds) and holds(kinds, text)
+                has = bool(kinds) and holds(best_kind, text)
                 bonus = self.type_bonus if has else 0.0
                 sentences.append(Sentence(i, pos, text, cov, cov + bonus + 0.05 / (i + 1), has))
         if model is not None:
@@ -257,7 +299,9 @@ class Reader:
         if best is None or not kinds:
             return reading
         follow = reading.following(best)
-        found = best.holds or (follow is not None and follow.holds)
+        # Found: the kind asked for at all, which the gate weighs ("189 fatalities" is a
+        # number for "how many people", though not the one the reader ranks first).
+        found = holds(kinds, best.text) or (follow is not None and holds(kinds, follow.text))
         return replace(reading, found=found)
 
     @staticmethod
@@ -273,6 +317,17 @@ class Reader:
         ]
 
 
+def document_name(doc_id: str) -> str:
+    """A document's file name as words, its numbers and suffix left out: the context of
+    every sentence in it, as its section path is ("san_mateo_code_title26.html" ->
+    "san mateo code"). A question that names the place or the document ("... in San
+    Mateo?") is then matched by the document, not by the one sentence that repeats the
+    name. A document whose id is not a name (a CSV row's number) adds nothing."""
+    stem = doc_id.rsplit("/", 1)[-1]
+    stem = stem.rsplit(".", 1)[0] if "." in stem.lstrip(".") else stem
+    return " ".join(w for w in re.split(r"[\W_]+", stem) if w.isalpha())
+
+
 def section_title(breadcrumb: str) -> str:
     """The innermost heading of a breadcrumb ("Guide > Transport > Tickets" -> "Tickets")."""
     return breadcrumb.rsplit(" > ", 1)[-1].strip()
@@ -286,7 +341,9 @@ __all__ = [
     "Reading",
     "Sentence",
     "coverage",
+    "document_name",
     "holds",
+    "preferred",
     "section_title",
     "wanted",
 ]
