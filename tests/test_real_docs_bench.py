@@ -37,12 +37,15 @@ def test_the_probe_file_is_well_formed_and_covers_every_kind() -> None:
     assert len(per_doc) == 10 and min(per_doc.values()) >= 3
 
 
-def test_the_held_out_probes_are_well_formed_and_name_the_held_out_manuals() -> None:
+def test_the_held_out_probes_are_well_formed_and_name_the_held_out_documents() -> None:
     probes = real_docs.load_real_probes(real_docs.HELD_OUT_PROBES)
-    assert len(probes) >= 10
+    assert len(probes) >= 20
     names = {p.name for p in real_docs.HELD_OUT_FILES}
     assert {p.doc for p in probes} == names
-    assert all(p.page is not None and p.page >= 1 for p in probes)
+    # a PDF question names its page, a web page's has none
+    assert all((p.page is not None and p.page >= 1) == (p.format == "pdf") for p in probes)
+    assert {p.format for p in probes} == {"pdf", "html"}
+    assert len({p.id for p in probes}) == len(probes)
 
 
 def test_every_probe_names_a_file_and_a_page_it_has() -> None:
