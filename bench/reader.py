@@ -15,7 +15,7 @@ Three scorers, in the same run:
   sentence, what the model starts from before training.
 - `lexical`: today's reader without the model: idf-weighted share of the question's
   topic terms in the sentence and its title (idf over the set's own sentences), plus
-  its bonus for holding the kind of fact asked for.
+  its bonus for holding the fact the reader ranks first (`read.preferred`).
 
 Figures: pooled sentence AUC; answer-sentence MRR over questions with an answer; and
 per question, the best sentence's score as a refusal signal: AUC (answerable vs not),
@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
 
 from _common import machine, percentile, shared_path, write_result
 from groundqa.gate.model import roc_auc
-from groundqa.read import holds, wanted
+from groundqa.read import holds, preferred
 from groundqa.read.model import MIN_ANSWER, MODEL_PATH, load_answer_model
 from groundqa.text import Analyzer
 
@@ -88,7 +88,7 @@ def lexical_scorer() -> Scorer:
             weights = {t: math.log(1 + n / (1 + df[t])) for t in analyzer.query_terms(r["q"])}
             total = sum(weights.values())
             cov = sum(w for t, w in weights.items() if t in terms[i]) / total if total else 0.0
-            kinds = wanted(r["q"])
+            kinds = preferred(r["q"])
             out[i] = cov + (0.25 if kinds and holds(kinds, r["s"]) else 0.0)
         return out
 
