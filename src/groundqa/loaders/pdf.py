@@ -765,7 +765,9 @@ def _label(text: str, previous: str, following: str, full: int, after_heading: b
     """Whether a line without a number is a heading by its words and place alone: a few
     words in Title Case or capitals ("Idling of Vehicles", "FIRST SCHEDULE"), no digits
     or commas, after a line that ends a sentence (or a heading), before a clause or a
-    full line of text. Scanned pages carry no type to tell a heading by, and this is
+    full line of text. A line all in capitals may also follow a line that ends no
+    sentence, where its author broke that line ("... thereby enabling" over "DIRECT
+    THAT"): a typist sets a heading so, and a wrapped line of prose is not. Scanned pages carry no type to tell a heading by, and this is
     what is left."""
     words = text.split()
     if not 0 < len(words) <= LABEL_MAX_WORDS or len(text) > LABEL_MAX_CHARS:
@@ -776,9 +778,25 @@ def _label(text: str, previous: str, following: str, full: int, after_heading: b
         return False
     if _FUNCTION_WORD.search(text) or text.endswith(_DASHES):
         return False
-    if not (after_heading or not previous or _SENTENCE_END.search(previous)):
+    if not (
+        after_heading
+        or not previous
+        or _SENTENCE_END.search(previous)
+        or (text.isupper() and _broken_before(previous, text, full))
+    ):
         return False
     return bool(_NEW_BLOCK.match(following)) or len(following) >= SHORT_LINE_SHARE * full
+
+
+def _broken_before(previous: str, text: str, full: int) -> bool:
+    """Whether `previous`, a line of prose, was broken before `text` by its author: it
+    had room for `text`'s first word and does not end in "the" or "of". A line in
+    capitals before ("... WITHIN THE" over "TOWN OF WHITBY") is a title set over two."""
+    return not (
+        previous.isupper()
+        or _wrapped(previous, text, full)
+        or _FUNCTION_WORD.search(previous.lower())
+    )
 
 
 # --- text -------------------------------------------------------------------------
