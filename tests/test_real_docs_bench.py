@@ -186,3 +186,31 @@ def test_a_documents_pages_are_cut_where_its_sections_say() -> None:
     assert pages == {1: "1. Intro\nfirst page. ", 2: "second page.\n2. Scope\nstill two."}
     html = Document("d.html", "D", "d.html", "html", (Section("d.html#a", "A", "no pages"),))
     assert real_docs._document_pages(html) == {}
+
+
+def test_pdf_load_seconds_are_taken_in_turns_and_reused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import groundqa.loaders
+    from tests.pdfgen import write_pages
+
+    pdf = write_pages(tmp_path / "a.pdf", 2)
+    page = tmp_path / "b.html"
+    page.write_text("<html><body><h1>B</h1><p>Text.</p></body></html>")
+    order: list[str] = []
+    for module, name in ((groundqa.loaders, "load"), (real_docs, "_pypdf_pages")):
+        reader = getattr(module, name)
+        monkeypatch.setattr(
+            module, name, lambda p, r=reader, n=name: order.append(n) or r(p), raising=True
+        )
+    ours, base = real_docs.paired_pdf_seconds([pdf, page])
+    # Only PDFs are timed, each once a round by both readers, in the same rounds.
+    assert set(ours) == set(base) == {"a.pdf"}
+    assert order == ["load", "_pypdf_pages"] * real_docs.ROUNDS
+    assert ours["a.pdf"] > 0 and base["a.pdf"] > 0
+    # A figure measured so is the one a system reports; a file without one is timed.
+    reads: list[int] = []
+    assert real_docs._timed(lambda: reads.append(1), "a.pdf", {"a.pdf": 0.5}) == (0.5, None)
+    assert reads == [1]
+    seconds, _ = real_docs._timed(lambda: reads.append(1), "b.html", {"a.pdf": 0.5})
+    assert seconds >= 0 and len(reads) == 1 + real_docs.ROUNDS
