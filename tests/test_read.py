@@ -146,6 +146,25 @@ def test_a_how_many_question_ranks_a_number_of_what_it_counts_first() -> None:
     assert preferred("How tall may a sign be?") == wanted("How tall may a sign be?")
 
 
+def test_an_on_what_date_question_ranks_a_day_of_a_month_over_a_bare_year() -> None:
+    question = "On what date was the direction sealed?"  # direct seal
+    reading = _reading(
+        question,
+        "The direction was sealed under the Order 1988.",
+        "The direction was dated and sealed this 20th day of March 1992.",
+    )
+    # both hold a year, which answers "when"; only the second a day of a month
+    assert [s.holds for s in reading.sentences] == [False, True]
+    assert reading.best is not None and reading.best.hit_index == 1
+    # a year is still a date found, for the gate
+    assert reading.asked and _reading(question, "It was sealed in 1992.").found
+    passed = _reading("Which day was the by-law passed?", "PASSED THIS 30th DAY OF MAY, 2011.")
+    assert passed.sentences[0].holds
+    # "may" is a month only capitalised: "Section 5 may apply" holds no date
+    permit = _reading("On what date does section 5 apply?", "Section 5 may apply to permits.")
+    assert not permit.sentences[0].holds
+
+
 def test_a_definition_question_ranks_the_defining_sentence_first_but_wants_no_kind() -> None:
     question = "How does the by-law define idle?"
     reading = _reading(

@@ -439,6 +439,18 @@ DATE_MY = re.compile(rf"(?=[JFMASOND])\b(?P<mon>{_MONTH})\s(?P<y>{YEAR})(?!\d)")
 DATE_ISO = re.compile(
     r"(?=\d)(?<![\w/.-])(?P<y>\d{4})-(?P<m>0[1-9]|1[0-2])-(?P<d>[0-2]\d|3[01])(?![\w-])"
 )
+# A day of a month, which "on what date" asks for: "20th day of March 1992", "30th DAY
+# OF MAY, 2011", "March 20", "2011-05-30", "30/05/2011" (a bare year, "the Order 1988",
+# is not one). The month is capitalised, or all in capitals: "section 5 may apply" is no date.
+_MONTH_CASED = (
+    "(?:"
+    + "|".join(m for name in sorted(MONTHS, key=len, reverse=True) for m in (name, name.upper()))
+    + r")\b\.?"
+)
+MENTIONS_CALENDAR_DATE = re.compile(
+    rf"\b{_DAY}\s(?:(?i:day)\s)?(?:(?i:of)\s)?{_MONTH_CASED}|\b{_MONTH_CASED}\s{_DAY}\b"
+    rf"|{DATE_ISO.pattern}|\b\d{{1,2}}/\d{{1,2}}/\d{{2,4}}\b"
+)
 YEAR_ALONE = re.compile(rf"(?=[12])(?<![\w.,/:-]){YEAR}(?![\w]|[.,]\d|/\d)")
 
 # Standards: a known body before any number, or any 2-5 capital code before a

@@ -25,6 +25,7 @@ from typing import Any
 
 from groundqa.definitions import defined_term, definition_pattern
 from groundqa.lexicon import (
+    MENTIONS_CALENDAR_DATE,
     MENTIONS_DATE,
     MENTIONS_DURATION,
     MENTIONS_MONEY,
@@ -103,6 +104,8 @@ def wanted(question: str) -> tuple[re.Pattern[str], ...]:
 
 
 _HOW_MANY = re.compile(r"\bhow many ([a-z][a-z-]{2,})", re.I)
+# "On what date", "which day": a day of a month, not a bare year.
+_WHAT_DATE = re.compile(r"\b(?:what|which)\s+(?:date|day)\b", re.I)
 # A table row's cell that holds a number ("Achieved: 5,550; Difference: +450."; see
 # loaders/_tables.py): what it counts is in the column's header, not beside the number.
 _TABLE_NUMBER = re.compile(r"(?:^|; )[^:;\n]{1,80}: [^;\d]{0,3}\d")
@@ -119,7 +122,8 @@ def _counted(noun: str) -> re.Pattern[str]:
 def preferred(question: str) -> tuple[re.Pattern[str], ...]:
     """The patterns of the fact that best answers the question, which the reader ranks
     first: for "how many work-hours", a number of work-hours ("79 work-hours", not "in
-    2007") or a number in a table's cell, whose header says what it counts; for a
+    2007") or a number in a table's cell, whose header says what it counts; for "on what
+    date", a day of a month ("Dated this 20th day of March 1992", not "the Order 1988"); for a
     question that asks what a term means and for no kind of fact ("What is the minimum
     lot size?" asks for a number), the sentence that defines the term; for any other
     question, the kind it asks for (`wanted`).
@@ -131,6 +135,8 @@ def preferred(question: str) -> tuple[re.Pattern[str], ...]:
     counted = _HOW_MANY.search(question)
     if counted is not None:
         return (_counted(counted.group(1).lower()), _TABLE_NUMBER)
+    if _WHAT_DATE.search(question):
+        return (MENTIONS_CALENDAR_DATE,)
     kinds = wanted(question)
     if kinds:
         return kinds
