@@ -163,6 +163,9 @@ def test_an_on_what_date_question_ranks_a_day_of_a_month_over_a_bare_year() -> N
     # "may" is a month only capitalised: "Section 5 may apply" holds no date
     permit = _reading("On what date does section 5 apply?", "Section 5 may apply to permits.")
     assert not permit.sentences[0].holds
+    # a deadline may be a length of time: "by what date" prefers what "when" wants
+    deadline = "By what date must the return be filed?"
+    assert preferred(deadline) == wanted(deadline) != preferred(question)
 
 
 def test_a_definition_question_ranks_the_defining_sentence_first_but_wants_no_kind() -> None:

@@ -104,8 +104,9 @@ def wanted(question: str) -> tuple[re.Pattern[str], ...]:
 
 
 _HOW_MANY = re.compile(r"\bhow many ([a-z][a-z-]{2,})", re.I)
-# "On what date", "which day": a day of a month, not a bare year.
-_WHAT_DATE = re.compile(r"\b(?:what|which)\s+(?:date|day)\b", re.I)
+# "On what date", "which day": a day of a month, not a bare year. Not "by what date": a
+# deadline is as often a length of time ("within 30 days of the notice"), as `wanted` has it.
+_WHAT_DATE = re.compile(r"(?<!\bby\s)\b(?:what|which)\s+(?:date|day)\b", re.I)
 # A table row's cell that holds a number ("Achieved: 5,550; Difference: +450."; see
 # loaders/_tables.py): what it counts is in the column's header, not beside the number.
 _TABLE_NUMBER = re.compile(r"(?:^|; )[^:;\n]{1,80}: [^;\d]{0,3}\d")
