@@ -251,14 +251,19 @@ def test_a_line_in_capitals_after_a_line_its_author_broke_is_a_heading(tmp_path:
         ("body", "A BY-LAW ON THE IDLING OF VEHICLES"),
         ("body", "TOWN OF WHITBY"),
         ("body", "The Council of the Town may regulate the idling of vehicles on its roads."),
-        ("body", "NOW THEREFORE the Council, by its powers,"),
+        ("body", "NOW THEREFORE the Council by its powers"),
         ("body", "DIRECT THAT"),
         ("body", "1. The permission granted by the Order shall not apply in the Area."),
         ("body", "2. The direction expires six months after it is made unless approved."),
+        ("body", "Area ::= SEQUENCE { name OCTET STRING"),
+        ("body", "}"),
+        ("body", "END"),
+        ("body", "The definition above names the area that the direction is made for."),
     ]
     (doc,), _ = load_pdf(write_styled(tmp_path / "direction.pdf", blocks), root=tmp_path)
     # "DIRECT THAT" stands alone after a line broken where the author chose; "TOWN OF
-    # WHITBY" ends a title in capitals set over two lines, and is not cut from it.
+    # WHITBY" ends a title in capitals set over two lines, and is not cut from it; "END"
+    # closes a listing of code.
     assert [s.path for s in doc.sections if s.heading] == [("DIRECT THAT",)]
     direct = doc.sections[-1]
     assert direct.text.startswith("1. The permission granted")

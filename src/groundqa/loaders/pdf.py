@@ -35,7 +35,8 @@ do not end a sentence or in "the" or "of", are not continued in lower case, are 
 one of a list of numbered short lines ("1 Stoneleigh Road"), and whose
 number fits the numbering so far ("2.1" only under "2"; Parts above numbers; a Schedule
 starts afresh); and so are a few words in Title Case or capitals standing alone after a
-sentence, before a clause ("Idling of Vehicles", "FIRST SCHEDULE"). A clause such as
+sentence, before a clause ("Idling of Vehicles", "FIRST SCHEDULE"), and a few in capitals
+after a line of prose its author broke ("... thereby enabling" over "DIRECT THAT"). A clause such as
 "1.1 A tree is protected if ..." is body text. Section ids are `<file>#<heading>`, as in Markdown; text before the first heading is the
 `<file>#preamble` section. A section's page is where its text starts, and it records
 the page each stretch of its text is on (`Section.page_starts`), so that every chunk
@@ -790,9 +791,10 @@ def _label(text: str, previous: str, following: str, full: int, after_heading: b
 
 def _broken_before(previous: str, text: str, full: int) -> bool:
     """Whether `previous`, a line of prose, was broken before `text` by its author: it
-    had room for `text`'s first word and does not end in "the" or "of". A line in
-    capitals before ("... WITHIN THE" over "TOWN OF WHITBY") is a title set over two."""
-    return not (
+    ends in a word, not "the" or "of", and had room for `text`'s first word. A line in
+    capitals before ("... WITHIN THE" over "TOWN OF WHITBY") is a title set over two,
+    and one ending in a bracket or a sign is code ("}" over "END" in an ASN.1 listing)."""
+    return previous[-1:].isalpha() and not (
         previous.isupper()
         or _wrapped(previous, text, full)
         or _FUNCTION_WORD.search(previous.lower())
