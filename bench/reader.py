@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
 
 from _common import machine, percentile, shared_path, write_result
 from groundqa.gate.model import roc_auc
-from groundqa.read import holds, preferred
+from groundqa.read import Reader, coverage, holds, preferred
 from groundqa.read.model import MIN_ANSWER, MODEL_PATH, load_answer_model
 from groundqa.text import Analyzer
 
@@ -86,10 +86,8 @@ def lexical_scorer() -> Scorer:
         out = np.zeros(len(rows))
         for i, r in enumerate(rows):
             weights = {t: math.log(1 + n / (1 + df[t])) for t in analyzer.query_terms(r["q"])}
-            total = sum(weights.values())
-            cov = sum(w for t, w in weights.items() if t in terms[i]) / total if total else 0.0
-            kinds = preferred(r["q"])
-            out[i] = cov + (0.25 if kinds and holds(kinds, r["s"]) else 0.0)
+            bonus = Reader.type_bonus if holds(preferred(r["q"]), r["s"]) else 0.0
+            out[i] = coverage(weights, terms[i]) + bonus
         return out
 
     return score
