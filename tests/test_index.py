@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from groundqa.engine import Engine
 from groundqa.errors import (
     IndexCorruptError,
     IndexLockedError,
@@ -30,7 +31,7 @@ from groundqa.index.manifest import (
     write_build,
 )
 from groundqa.models import Chunk
-from groundqa.text import Analyzer
+from groundqa.text import ANALYZERS, DEFAULT_ANALYZER, Analyzer
 
 TEXTS = [
     "The bakery sells out by 11am every Saturday.",
@@ -46,9 +47,10 @@ def _chunks() -> list[Chunk]:
     ]
 
 
-def _writer(chunks: list[Chunk]):  # type: ignore[no-untyped-def]
+def _writer(chunks: list[Chunk], analyzer: str = DEFAULT_ANALYZER):  # type: ignore[no-untyped-def]
     def write(tmp: Path) -> Manifest:
-        lexical = LexicalIndex.build([c.index_text() for c in chunks], Analyzer(), BM25Settings())
+        terms = Analyzer(analyzer)
+        lexical = LexicalIndex.build([c.index_text() for c in chunks], terms, BM25Settings())
         lexical.save(tmp / "bm25")
         write_chunks(tmp, chunks)
         return Manifest(
@@ -57,16 +59,18 @@ def _writer(chunks: list[Chunk]):  # type: ignore[no-untyped-def]
             corpus={"build_fingerprint": "f"},
             chunker={},
             lexical={},
-            analyzer="a",
+            analyzer=analyzer,
             counts={"chunks": len(chunks)},
         )
 
     return write
 
 
-def _build(index_dir: Path, chunks: list[Chunk] | None = None) -> Manifest:
+def _build(
+    index_dir: Path, chunks: list[Chunk] | None = None, analyzer: str = DEFAULT_ANALYZER
+) -> Manifest:
     with build_lock(index_dir):
-        return write_build(index_dir, _writer(chunks or _chunks()))
+        return write_build(index_dir, _writer(chunks or _chunks(), analyzer))
 
 
 def test_build_then_load(tmp_path: Path) -> None:
@@ -156,6 +160,34 @@ def test_other_format_versions_are_refused(tmp_path: Path) -> None:
     (old / "manifest.json").write_text("{}")
     with pytest.raises(IndexVersionError, match="older groundqa"):
         load_index(old)
+
+
+def test_an_index_is_read_with_the_analyzer_it_was_built_with(tmp_path: Path) -> None:
+    fines = [
+        Chunk("c0", "bylaw.md", "bylaw.md#S0", "By-law", ("Fines",), text, "/c/bylaw.md")
+        for text in ["A second offence is fined 35 dollars."]
+    ] + _chunks()
+    _build(tmp_path / "old", fines, analyzer="en-snowball-v1")
+    _build(tmp_path / "new", fines)
+    old, new = Engine.open(tmp_path / "old"), Engine.open(tmp_path / "new")
+    assert (old.analyzer.name, new.analyzer.name) == ("en-snowball-v1", DEFAULT_ANALYZER)
+    # The build made before spellings were folded still matches only its own spelling,
+    # as it always did; the current analyzer hears "offense" as the by-law's "offence".
+    assert [h.chunk.chunk_id for h in old.search("offence", 5)] == ["c0"]
+    assert old.search("offense", 5) == []
+    assert [h.chunk.chunk_id for h in new.search("offense", 5)] == ["c0"]
+    assert ANALYZERS.index(DEFAULT_ANALYZER) == len(ANALYZERS) - 1
+    with pytest.raises(IndexVersionError, match="opened with 'en-snowball-v1'"):
+        Engine(load_index(tmp_path / "new"), Analyzer("en-snowball-v1"))
+
+
+def test_an_analyzer_this_version_lacks_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    _build(tmp_path / "idx")
+    manifest = current_build(tmp_path / "idx") / "manifest.json"
+    data = json.loads(manifest.read_text())
+    manifest.write_text(json.dumps({**data, "analyzer": "en-snowball-v9"}))
+    with pytest.raises(IndexVersionError, match=r"'en-snowball-v9'.*rebuild the index"):
+        load_index(tmp_path / "idx")
 
 
 def test_failed_build_keeps_previous_and_cleans_up(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from groundqa.evaluate.probes import load_probes
 from groundqa.index.dense import pg_search_width
 from groundqa.ingestion import ingest
 from groundqa.serve import ServeSettings
+from groundqa.text import DEFAULT_ANALYZER
 from tests.conftest import REGPACK, REGPACK_PROBES, pg_database_url
 from tests.test_api import _free_port, _wait_for_health, keep_asking_through, live_server
 from tests.test_cli import one_error_line
@@ -638,17 +639,22 @@ def test_terms_the_postgresql_parser_would_split_are_searched_whole(
         "utf-8",
     )
     (corpus / "b.md").write_text(
-        "# Levees\n\n## Checks\n\nA gauge reading of 3.5m at the levee means a flood watch.\n",
+        "# Levees\n\n## Checks\n\nA gauge reading of 3.5m at the levee means a flood watch. "
+        "Tampering with the levee centre's gauge is an offence.\n",
         "utf-8",
     )
     ingest([corpus], tmp_path / "idx", dense=None)
     ingest([corpus], pg_url, dense=None)
     local, shared = Engine.open(tmp_path / "idx"), Engine.open(pg_url)
     try:
-        for question in ["gauge_id", "naïve reading", "flood", "3.5m levee", "flood flood gauge"]:
+        questions = ["gauge_id", "naïve reading", "flood", "3.5m levee", "flood flood gauge"]
+        for question in [*questions, "offense at the center"]:
             expected = _ranking(local, question, retriever="bm25")
             assert expected, question
             _same(expected, _ranking(shared, question, retriever="bm25"))
+        # Both stores fold British spellings the same way, at build and at question time.
+        assert shared.analyzer.name == local.analyzer.name == DEFAULT_ANALYZER
+        assert shared.search("offense at the center", 1)[0].chunk.doc_id.endswith("b.md")
         assert shared.store.document_frequencies(["gauge_id", "flood", "nothing"]) == {
             "gauge_id": 1,
             "flood": 2,

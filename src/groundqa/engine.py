@@ -24,7 +24,7 @@ from typing import Any
 from groundqa.audit import audited
 from groundqa.conversation import Followup, Vocabulary, standalone
 from groundqa.embed import Embedder, EmbedderOptions, Matrix
-from groundqa.errors import GenerationError, UsageError
+from groundqa.errors import GenerationError, IndexVersionError, UsageError
 from groundqa.facets import Facets
 from groundqa.gate import READER_FEATURES, Gate, default_gate, gate_features, gate_for
 from groundqa.generate import Evidence, Generation, Generator, get_generator
@@ -46,13 +46,19 @@ class Engine:
     def __init__(
         self,
         store: Store,
-        analyzer: Analyzer,
+        analyzer: Analyzer | None = None,
         embedder_options: EmbedderOptions | None = None,
         embedder: Embedder | None = None,
         reader: str = DEFAULT_READER,
     ) -> None:
         if reader not in READERS:
             raise UsageError(f"unknown reader {reader!r}; choose one of: {', '.join(READERS)}")
+        analyzer = analyzer or Analyzer(store.manifest.analyzer)
+        if analyzer.name != store.manifest.analyzer:
+            raise IndexVersionError(
+                f"{store.location}: built with the {store.manifest.analyzer!r} analyzer, "
+                f"opened with {analyzer.name!r}; open it without naming an analyzer"
+            )
         self.store = store
         self.analyzer = analyzer
         self.retriever = Retriever(store, analyzer, embedder_options, embedder)
@@ -75,8 +81,7 @@ class Engine:
         """Open the current build of an index directory or a `postgresql://` store;
         `embedder_options` reach a remote query embedder. `reader` is "lexical" (word
         coverage, the default) or "model" (the answer model reads the top passages)."""
-        analyzer = Analyzer()
-        return cls(open_store(location, analyzer), analyzer, embedder_options, reader=reader)
+        return cls(open_store(location), None, embedder_options, reader=reader)
 
     def reopen(self) -> Engine:
         """An Engine over the build the same index holds now (after a rebuild). The query
@@ -85,8 +90,10 @@ class Engine:
         store = self.store.reopen()
         same = store.manifest.dense.get("embedder") == self.manifest.dense.get("embedder")
         kept = self.retriever.loaded_embedder if same else None
+        # A rebuild may have changed the analyzer (an index rebuilt after an upgrade).
+        analyzer = self.analyzer if self.analyzer.name == store.manifest.analyzer else None
         return Engine(
-            store, self.analyzer, self.retriever.embedder_options, kept, reader=self.reader_kind
+            store, analyzer, self.retriever.embedder_options, kept, reader=self.reader_kind
         )
 
     # The index, as the shells and the harness see it -------------------------------------

@@ -6,8 +6,9 @@ mid-sentence. Abbreviations, decimals and clause numbers ("s. 3.2", "e.g.", "1.5
 do not end sentences.
 
 The `Analyzer` is the one place that turns text into index terms (lower-case,
-English stopwords removed, Snowball stems), so the lexical index, the gate's
-coverage feature and the answerer's sentence scoring all agree on what a term is.
+English stopwords removed, British spellings read as American, Snowball stems), so
+the lexical index, the gate's coverage feature and the answerer's sentence scoring
+all agree on what a term is.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from functools import lru_cache
+
+from groundqa.errors import IndexVersionError
+from groundqa.spelling import american
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n+")
 
@@ -249,21 +253,39 @@ QUESTION_WORDS = frozenset(
 )
 
 
+# Every analyzer an index may have been built with, oldest first. An index records its
+# analyzer's name and is always read with that one, so a build made before a newer
+# analyzer keeps answering exactly as it did until it is rebuilt.
+#   en-snowball-v1   lower-case, English stopwords out, Snowball stems
+#   en-snowball-v2   the same, with British and Commonwealth spellings read as American
+#                    first (`groundqa.spelling`): "offence" and "offense" are one term
+ANALYZERS = ("en-snowball-v1", "en-snowball-v2")
+DEFAULT_ANALYZER = ANALYZERS[-1]
+
+
 class Analyzer:
     """Lower-case, split on word characters, drop English stopwords, Snowball-stem.
 
-    Stems are cached per surface form: corpora repeat words far more than they
-    introduce them, which makes stemming a small share of indexing time. The cache is
-    bounded: a server's questions can bring new words without end, so past
-    `CACHE_WORDS` entries it starts again empty.
+    `name` is one of `ANALYZERS`; one that is not (an index from a newer groundqa)
+    is an IndexVersionError. Stems are cached per surface form: corpora repeat words
+    far more than they introduce them, which makes stemming a small share of
+    indexing time. The cache is bounded: a server's questions can bring new words
+    without end, so past `CACHE_WORDS` entries it starts again empty.
     """
 
-    name = "en-snowball-v1"
     CACHE_WORDS = 200_000
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = DEFAULT_ANALYZER) -> None:
         import Stemmer
 
+        if name not in ANALYZERS:
+            raise IndexVersionError(
+                f"the index's terms were made by the {name!r} analyzer, which this groundqa "
+                f"does not have ({', '.join(ANALYZERS)}); rebuild the index with "
+                "`groundqa ingest`, or upgrade groundqa"
+            )
+        self.name = name
+        self._fold = name != "en-snowball-v1"
         self._stemmer = Stemmer.Stemmer("english")
         self._stop = _stopwords()
         self._cache: dict[str, str] = {}
@@ -271,7 +293,7 @@ class Analyzer:
     def _stem(self, word: str) -> str:
         stem = self._cache.get(word)
         if stem is None:
-            stem = self._stemmer.stemWord(word)
+            stem = self._stemmer.stemWord(american(word) if self._fold else word)
             if len(self._cache) >= self.CACHE_WORDS:
                 self._cache.clear()
             self._cache[word] = stem

@@ -7,7 +7,6 @@ from typing import Any
 
 from groundqa.index.base import Store
 from groundqa.index.manifest import Manifest, current_build, read_manifest, update_gate
-from groundqa.text import Analyzer
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -16,7 +15,7 @@ def is_store_url(location: str | Path) -> bool:
     return isinstance(location, str) and location.startswith(URL_SCHEMES)
 
 
-def open_store(location: str | Path, analyzer: Analyzer | None = None) -> Store:
+def open_store(location: str | Path) -> Store:
     """The current build at `location`: a PostgreSQL store for a URL, else an index directory."""
     if is_store_url(location):
         from groundqa.index.postgres import PostgresStore
@@ -24,7 +23,7 @@ def open_store(location: str | Path, analyzer: Analyzer | None = None) -> Store:
         return PostgresStore.open(str(location))
     from groundqa.index.directory import load_index
 
-    return load_index(Path(location), analyzer)
+    return load_index(Path(location))
 
 
 def current_manifest(location: str | Path) -> Manifest:

@@ -160,19 +160,29 @@ class DirectoryStore:
         return current_build(self.index_dir).name
 
     def reopen(self) -> DirectoryStore:
-        return load_index(self.index_dir, self.lexical.analyzer)
+        analyzer = self.lexical.analyzer
+        kept = (
+            analyzer
+            if analyzer.name == read_manifest(current_build(self.index_dir)).analyzer
+            else None
+        )
+        return load_index(self.index_dir, kept)
 
     def close(self) -> None:
         return None
 
 
 def load_index(index_dir: Path, analyzer: Analyzer | None = None) -> DirectoryStore:
+    """The current build of `index_dir`, its terms read with the analyzer it was built
+    with (`analyzer` when it is that one, so a reopened index keeps its stem cache)."""
     build_dir = current_build(index_dir)
     manifest = read_manifest(build_dir)
     size = int(manifest.counts.get("chunks", -1))
+    if analyzer is None or analyzer.name != manifest.analyzer:
+        analyzer = Analyzer(manifest.analyzer)
     lexical = LexicalIndex.load(
         build_dir / BM25_DIR,
-        analyzer or Analyzer(),
+        analyzer,
         heading_weight=float(manifest.lexical.get("heading_weight", 0.0)),
     )
     if lexical.num_docs != size:
