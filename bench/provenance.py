@@ -36,7 +36,13 @@ _PKG = "src/groundqa"
 # The pipeline's stages by path; each benchmark below names the ones it runs through.
 LOAD = (f"{_PKG}/loaders", f"{_PKG}/validate.py")
 CHUNK = (f"{_PKG}/chunking.py", f"{_PKG}/clauses.py", f"{_PKG}/versions.py")
-INDEX = (f"{_PKG}/index", f"{_PKG}/ingestion.py", f"{_PKG}/text.py", f"{_PKG}/acronyms.py")
+INDEX = (
+    f"{_PKG}/index",
+    f"{_PKG}/ingestion.py",
+    f"{_PKG}/text.py",
+    f"{_PKG}/spelling.py",
+    f"{_PKG}/acronyms.py",
+)
 EMBED = (f"{_PKG}/embed",)
 RETRIEVE = (
     f"{_PKG}/retrieve",
