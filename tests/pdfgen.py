@@ -13,7 +13,8 @@ The other writers make the awkward files: an image-only (scanned) PDF, an encryp
 one (RC4, which fpdf2 writes without the `cryptography` package), an AES-256 one that
 pypdf cannot open without `cryptography`, corrupt ones, an N-page one made quickly,
 pages set in two or three columns whose lines are drawn row by row across the columns
-(so the content stream interleaves them), and a page with a ruled table.
+(so the content stream interleaves them), a page with a ruled table, and lines with
+footnote marks and exponents set in raised small type.
 """
 
 from __future__ import annotations
@@ -618,6 +619,26 @@ def write_table(
                 row.cell(latin1(cell))
     pdf.ln(4)
     pdf.multi_cell(0, LINE_H, latin1(after), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    pdf.output(str(path))
+    return path
+
+
+def write_marked(path: Path, lines: Sequence[Sequence[tuple[str, bool]]]) -> Path:
+    """A page whose lines mix body text with raised small type, as footnote marks and
+    exponents are set: each line is a sequence of (text, raised) pieces drawn one after
+    another, a raised piece at 60% of the body size with its baseline 35% of it higher."""
+    pdf = _Pdf("", furniture=False)
+    pdf.add_page()
+    y = 40.0
+    for pieces in lines:
+        x = MARGIN
+        for text, raised in pieces:
+            size = BODY_SIZE * 0.6 if raised else BODY_SIZE
+            pdf.set_font("Helvetica", "", size)
+            # fpdf2 measures in mm: one point is 0.3528 mm.
+            pdf.text(x, y - (BODY_SIZE * 0.35 * 0.3528 if raised else 0.0), latin1(text))
+            x += pdf.get_string_width(latin1(text))
+        y += LINE_H * 1.5
     pdf.output(str(path))
     return path
 

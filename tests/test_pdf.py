@@ -30,6 +30,7 @@ from tests.pdfgen import (
     write_columns,
     write_corrupt,
     write_encrypted,
+    write_marked,
     write_pages,
     write_scanned,
     write_table,
@@ -136,6 +137,36 @@ def test_hyphenated_line_ends_are_joined(
     assert len(words) > 40
     assert all(re.search(rf"\b{w}\b", text) for w in words)
     assert not re.search(r"[a-z]- [a-z]", text)
+
+
+def test_footnote_marks_leave_the_word_they_follow_and_exponents_stay(tmp_path: Path) -> None:
+    pdf = write_marked(
+        tmp_path / "marked.pdf",
+        [
+            [
+                ("Major development", False),
+                ("82", True),
+                (": for housing, ten or more homes, or a site of 1,000m", False),
+                ("2", True),
+                (" or more.", False),
+            ],
+            [
+                ("Every alert,", False),
+                ("5", True),
+                (" and each warning", False),
+                ("12,13", True),
+                (" is logged under the globs2 rules.", False),
+            ],
+        ],
+    )
+    documents, _ = load_pdf(pdf)
+    text = " ".join(s.text for s in documents[0].sections)
+    # The marks are gone; an exponent after a unit, and figures in a word set in the
+    # body's type, are the text's own.
+    assert "Major development: for housing" in text
+    assert "Every alert, and each warning is logged" in text
+    assert "1,000m2 or more" in text
+    assert "globs2" in text
 
 
 def test_hyphenation_across_a_page_break_and_a_compound_kept(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """Where a PDF page's text sits: reading order for columns, tables as text, the title.
 
 pypdf's `extract_text()` follows the content stream, which is the reading order on
-most pages, and the PDF loader keeps that text as it comes. Three things need to
-know where each piece of text is drawn, and all three take it from the same
+most pages, and the PDF loader keeps that text as it comes. Four things need to
+know where each piece of text is drawn, and all four take it from the same
 extraction pass (its `visitor_text` reports every run of text with its text and
 graphics matrices), so a page is still read once:
 
@@ -28,6 +28,9 @@ graphics matrices), so a page is still read once:
   the page again, slowly, so only ruled pages go to it.
 - The title. The largest type on the first page, when it is clearly larger than the
   body text: what a reader takes for the title when the PDF's /Title is empty.
+- Footnote marks. Figures set in smaller type on a raised baseline straight after a
+  word ("Major development⁸²:") are dropped: pypdf glues them to the word, making
+  "development82", a term no question asks for. An exponent after a unit ("m²") stays.
 
 Everything else on a page keeps pypdf's text unchanged.
 """
@@ -93,6 +96,14 @@ FOOTNOTE_SIZE_SHARE = 0.9
 # The title is at least this much larger than the body text.
 TITLE_SIZE_SHARE = 1.25
 TITLE_MAX_CHARS = 200
+# A footnote mark: one to three figures, or several with commas, in type at most this
+# share of the text's size, its baseline raised by this share of the text's size...
+_MARK = re.compile(r"\d{1,3}(?:,\d{1,3})*")
+MARK_SIZE_SHARE = 0.85
+MARK_MIN_RISE = 0.15
+MARK_MAX_RISE = 0.6
+# ... after a word of three letters or more, or a closing mark.
+_MARKED = re.compile(r"(?:[^\W\d_]{3}|[.,;:)\]’”\"])$")
 # An average glyph is about half an em wide where the font gives no widths.
 DEFAULT_GLYPH_WIDTH = 500
 # A font is bold from this weight (the descriptor's /FontWeight; 400 is regular), and a
@@ -412,6 +423,10 @@ class PageReader:
         text = text or ""
         if "".join(r.text for r in collector.runs) != text:
             return PageLayout(text, collector.runs)  # runs that do not add up: pypdf's text
+        runs = without_footnote_marks(collector.runs)
+        if len(runs) < len(collector.runs):
+            collector.runs = runs
+            text = "".join(r.text for r in runs)
         try:
             layout = self._arrange(page, number, text, collector)
         except Exception:  # geometry this code did not foresee: pypdf's text as it comes
@@ -440,6 +455,33 @@ class PageReader:
     def close(self) -> None:
         if self.tables is not None:
             self.tables.close()
+
+
+# --- footnote marks ---------------------------------------------------------------
+
+
+def without_footnote_marks(runs: list[Run]) -> list[Run]:
+    """`runs` less the footnote marks: a figure or a few ("82", "3,4") set in smaller type
+    and raised above the baseline of the run it follows, straight after a word or a
+    closing mark ("Major development82:", "alert,5"). Left in, the mark glues itself to
+    the word, and "development82" is a term no question asks for. An exponent stays:
+    one after a unit of one or two letters ("1,000m2", "km2") is not a footnote's."""
+    kept: list[Run] = []
+    for run in runs:
+        prev = kept[-1] if kept else None
+        if prev is not None and _footnote_mark(prev, run):
+            continue
+        kept.append(run)
+    return kept
+
+
+def _footnote_mark(prev: Run, run: Run) -> bool:
+    if not (_MARK.fullmatch(run.text) and _MARKED.search(prev.text)):
+        return False
+    if not (run.upright and prev.upright and 0 < run.size <= MARK_SIZE_SHARE * prev.size):
+        return False
+    raised = run.y - prev.y
+    return MARK_MIN_RISE * prev.size <= raised <= MARK_MAX_RISE * prev.size
 
 
 # --- tables -----------------------------------------------------------------------
