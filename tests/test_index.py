@@ -30,6 +30,7 @@ from groundqa.index.manifest import (
     read_manifest,
     write_build,
 )
+from groundqa.inspection import inspect_index
 from groundqa.models import Chunk
 from groundqa.text import ANALYZERS, DEFAULT_ANALYZER, Analyzer
 
@@ -179,6 +180,8 @@ def test_an_index_is_read_with_the_analyzer_it_was_built_with(tmp_path: Path) ->
     assert ANALYZERS.index(DEFAULT_ANALYZER) == len(ANALYZERS) - 1
     with pytest.raises(IndexVersionError, match="opened with 'en-snowball-v1'"):
         Engine(load_index(tmp_path / "new"), Analyzer("en-snowball-v1"))
+    assert "en-snowball-v1 analyzer" in inspect_index(tmp_path / "old").staleness
+    assert "analyzer" not in inspect_index(tmp_path / "new").staleness
 
 
 def test_an_analyzer_this_version_lacks_is_refused_with_what_to_do(tmp_path: Path) -> None:

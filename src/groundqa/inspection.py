@@ -20,6 +20,7 @@ from groundqa.index.manifest import Manifest
 from groundqa.index.open import open_store
 from groundqa.ingestion import corpus_fingerprint
 from groundqa.loaders import load
+from groundqa.text import DEFAULT_ANALYZER
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,11 @@ def inspect_index(index_dir: str | Path) -> InspectReport:
                 if same
                 else "STALE: the sources changed since this build; run ingest again"
             )
+    if manifest.analyzer != DEFAULT_ANALYZER:
+        staleness += (
+            f"; its terms were made by the {manifest.analyzer} analyzer, not the current "
+            f"{DEFAULT_ANALYZER}: run ingest again to rebuild with it"
+        )
     issues = check_boundaries(chunks, section_texts) if section_texts else []
     return InspectReport(
         manifest=manifest,
