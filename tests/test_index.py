@@ -182,6 +182,11 @@ def test_an_index_is_read_with_the_analyzer_it_was_built_with(tmp_path: Path) ->
         Engine(load_index(tmp_path / "new"), Analyzer("en-snowball-v1"))
     assert "en-snowball-v1 analyzer" in inspect_index(tmp_path / "old").staleness
     assert "analyzer" not in inspect_index(tmp_path / "new").staleness
+    # A server reopening the index after a rebuild with the current analyzer reads the
+    # new build with that one.
+    _build(tmp_path / "old", fines)
+    assert old.reopen().analyzer.name == DEFAULT_ANALYZER
+    assert [h.chunk.chunk_id for h in old.reopen().search("offense", 5)] == ["c0"]
 
 
 def test_an_analyzer_this_version_lacks_is_refused_with_what_to_do(tmp_path: Path) -> None:
