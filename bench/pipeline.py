@@ -67,7 +67,26 @@ _REREAD = (
     'finely (a length of time for "when", a number of what "how many" counts), '
     "which moves every probe's gate score a little"
 )
+_SPELLING = (
+    "the analyzer reads British spellings as American (en-snowball-v2, 1d09d0d), so the "
+    "after side's own build indexes SciFact's 'randomised', 'tumour' and 'haemoglobin' as "
+    "its questions' 'randomized', 'tumor' and 'hemoglobin', and the example corpus's "
+    "'licence' and 'offence' as 'license' and 'offense' (which shifts which passages of one "
+    "document share a top five)"
+)
 EXPLAINED: dict[str, str] = {
+    **{
+        metric: _SPELLING
+        for metric in (
+            "ndcg@10",
+            "mrr@10",
+            "map@10",
+            "recall@1",
+            "recall@5",
+            "recall@20",
+            "same_doc_crowding@5",
+        )
+    },
     "confidence_auc": _REREAD,
     "refused_near_miss": _REFIT,
     "gate_refused_near_miss": _REFIT,
