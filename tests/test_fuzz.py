@@ -1028,6 +1028,7 @@ def test_regression_probe_question_may_hold_a_line_separator(tmp_path: Path) -> 
         ("a: " + "9" * 5000, "Exceeds the limit"),  # a ValueError from int()
         ("a: !!timestamp x", "does not fit its tag"),  # PyYAML's AttributeError
         ("a: !!bool x", "does not fit its tag"),  # PyYAML's KeyError
+        ("!!int |", "does not fit its tag"),  # PyYAML's IndexError: an empty integer
         ("a: !!binary aGk=", "binary"),  # bytes in metadata: ingest's TypeError
         ('a: !!set {x}\nb: "\\ud800"', "surrogate"),  # ingest's UnicodeEncodeError
         (
@@ -1045,6 +1046,7 @@ def test_regression_probe_question_may_hold_a_line_separator(tmp_path: Path) -> 
         "long-integer",
         "timestamp-tag",
         "bool-tag",
+        "empty-int-tag",
         "binary",
         "surrogate",
         "laughs",

@@ -139,9 +139,10 @@ def read_yaml(text: str) -> Any:
         # A value YAML's resolver accepts but Python cannot build: `2020-02-30`, or an
         # integer longer than Python converts.
         raise YamlProblem(str(exc).split(";")[0]) from None
-    except (TypeError, AttributeError, KeyError):
+    except (TypeError, AttributeError, KeyError, IndexError):
         # How PyYAML's constructors fail on a value its explicit tag does not fit
-        # (`!!timestamp x`, `!!bool x`); only the parser runs inside this `try`.
+        # (`!!timestamp x`, `!!bool x`, an empty `!!int |`); only the parser runs inside
+        # this `try`.
         raise YamlProblem("a value that does not fit its tag (e.g. !!timestamp x)") from None
     return yaml_plain(data)
 
