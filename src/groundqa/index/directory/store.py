@@ -160,13 +160,7 @@ class DirectoryStore:
         return current_build(self.index_dir).name
 
     def reopen(self) -> DirectoryStore:
-        analyzer = self.lexical.analyzer
-        kept = (
-            analyzer
-            if analyzer.name == read_manifest(current_build(self.index_dir)).analyzer
-            else None
-        )
-        return load_index(self.index_dir, kept)
+        return load_index(self.index_dir, self.lexical.analyzer)
 
     def close(self) -> None:
         return None
