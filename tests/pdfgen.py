@@ -653,11 +653,13 @@ STYLED_TYPE = {
 }
 
 
-def write_styled(path: Path, blocks: Sequence[tuple[str, str]]) -> Path:
-    """A PDF without an outline or /Title whose headings are set apart only by their
-    type: each block is (kind, text), kind one of STYLED_TYPE's or "page" (a new page).
-    Headings and paragraphs alike wrap at the margin."""
+def write_styled(path: Path, blocks: Sequence[tuple[str, str]], metadata_title: str = "") -> Path:
+    """A PDF without an outline whose headings are set apart only by their type: each
+    block is (kind, text), kind one of STYLED_TYPE's or "page" (a new page). Headings
+    and paragraphs alike wrap at the margin. /Title is `metadata_title`, if any."""
     pdf = _Pdf("", furniture=False)
+    if metadata_title:
+        pdf.set_title(metadata_title)
     pdf.add_page()
     for kind, text in blocks:
         if kind == "page":

@@ -18,7 +18,7 @@ from groundqa.errors import ValidationBlocked
 from groundqa.ingestion import ingest
 from groundqa.loaders import detect_format, load, load_pdf
 from groundqa.loaders.pdf import MAX_PAGES
-from groundqa.models import Chunk, Document, Finding
+from groundqa.models import Chunk, Document, Finding, breadcrumb
 from groundqa.text import split_sentences
 from tests.conftest import REGPACK, need_shared, write_small_corpus
 from tests.pdfgen import (
@@ -33,6 +33,7 @@ from tests.pdfgen import (
     write_marked,
     write_pages,
     write_scanned,
+    write_styled,
     write_table,
 )
 
@@ -271,6 +272,51 @@ def test_title_without_metadata_is_the_large_type_on_page_one_else_the_file_name
     assert r.header in _only(findings, "pdf-furniture").excerpt
     (doc,), _ = load_pdf(write_pages(tmp_path / "register.pdf", 3))
     assert doc.title == "register"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "blocks", "title"),
+    [
+        # A word processor's /Title is the first line of a title printed in large type.
+        (
+            "THE TOWN OF NORTHMERE",
+            [("cover", "THE TOWN OF NORTHMERE"), ("cover", "Noise By-law")],
+            "THE TOWN OF NORTHMERE Noise By-law",
+        ),
+        # A scanner's /Title is a reference that the capitals opening page 1 spell out.
+        (
+            "By-law 12-34",
+            [
+                ("body", "THE TOWN OF NORTHMERE"),
+                ("body", "BY-LAW NO. 12-34"),
+                ("body", "BEING A BY-LAW TO RESTRICT THE IDLING OF VEHICLES"),
+            ],
+            "THE TOWN OF NORTHMERE BY-LAW NO. 12-34 BEING A BY-LAW TO RESTRICT THE IDLING OF "
+            "VEHICLES",
+        ),
+        # Printed words that are not the same title with more words leave /Title alone.
+        ("Annual Report", [("cover", "Quarterly Figures")], "Annual Report"),
+        ("By-law 12-34", [("body", "THE TOWN OF NORTHMERE")], "By-law 12-34"),
+    ],
+)
+def test_metadata_title_gives_way_to_the_same_title_printed_in_full_on_page_one(
+    tmp_path: Path, metadata: str, blocks: list[tuple[str, str]], title: str
+) -> None:
+    body = [
+        ("body", "WHEREAS the council may regulate the matters in this by-law."),
+        ("h2", "1. Prohibition"),
+        ("body", "No person shall cause the thing this by-law regulates."),
+        ("h2", "2. Penalty"),
+        ("body", "Every person who contravenes this by-law is guilty of an offence."),
+    ]
+    path = write_styled(tmp_path / "bylaw.pdf", [*blocks, *body], metadata_title=metadata)
+    (doc,), _ = load_pdf(path)
+    assert doc.title == title
+    # The title heads every breadcrumb.
+    penalty = next(s for s in doc.sections if s.heading == "2. Penalty")
+    assert penalty.text.startswith("Every person who contravenes")
+    crumb = breadcrumb(doc.title, penalty.path)
+    assert crumb.startswith(f"{title} > ") and crumb.endswith(" > 2. Penalty")
 
 
 def test_a_scanned_page_is_named_and_the_pages_after_it_stay_right(tmp_path: Path) -> None:

@@ -18,9 +18,10 @@ reference manual, a table's row, a capitalised line after a short line or among 
 broken well before they had to wrap (a heading, a list, a form), so that no sentence
 runs across them.
 
-The title is the PDF's /Title; else a lone root bookmark; else the largest type on the
-first page, when clearly larger than the body; else the file name (never the first
-heading, which would put every other section under it). Sections come from the PDF
+The title is the PDF's /Title (or the title printed on page 1, when that is the same
+title with more words: see `_fuller`); else a lone root bookmark; else the largest type
+on the first page, when clearly larger than the body; else the file name (never the
+first heading, which would put every other section under it). Sections come from the PDF
 outline (bookmarks) when it has a usable one: every entry is a heading, and its path
 is its own ancestors in the outline. An outline is ignored, and headings are found as
 without one, when under three quarters of its entries lead to a page or every entry is
@@ -73,7 +74,7 @@ from groundqa.loaders.pdf_furniture import NEW_BLOCK as _NEW_BLOCK
 from groundqa.loaders.pdf_furniture import furniture_finding, strip_furniture
 from groundqa.loaders.pdf_furniture import norm as _norm
 from groundqa.loaders.pdf_headings import HEADING_MAX_CHARS, Heading, Line, styled_headings
-from groundqa.loaders.pdf_layout import LineStyle, PageReader, line_key, title_of
+from groundqa.loaders.pdf_layout import TITLE_MAX_CHARS, LineStyle, PageReader, line_key, title_of
 from groundqa.models import Document, Finding, Section
 
 PDF_SUFFIXES = (".pdf",)
@@ -431,8 +432,9 @@ def _usable(entries: Sequence[tuple[int, str, int | None]]) -> list[tuple[int, s
 def _title(read: _Pages, path: Path) -> tuple[str, list[tuple[int, str, int]]]:
     """The document's title, and the outline entries that are its sections.
 
-    The title is the PDF's /Title; else a lone root bookmark above all the others (the
-    document itself); else the largest type on the first page; else the file name. It
+    The title is the PDF's /Title (or its fuller printed form, `_fuller`); else a lone
+    root bookmark above all the others (the document itself); else the largest type on
+    the first page; else the file name. It
     is never the first heading: that would make the first section a parent of all the
     others in every breadcrumb. A lone root bookmark that is the title is not a section:
     its children are the top level.
@@ -443,7 +445,35 @@ def _title(read: _Pages, path: Path) -> tuple[str, list[tuple[int, str, int]]]:
     if len(tops) == 1 and len(outline) > 1 and (not title or _norm(tops[0][1]) == _norm(title)):
         title = title or tops[0][1]
         outline = [(depth - 1, text, page) for depth, text, page in outline[1:]]
-    return title or read.first_page_title or path.stem, outline
+    return _fuller(title, read) or read.first_page_title or path.stem, outline
+
+
+def _fuller(title: str, read: _Pages) -> str:
+    """The metadata title, or the title printed on page 1 when that is the same title with
+    more words: a word processor fills /Title with the document's first line ("THE
+    CORPORATION OF THE TOWN OF WHITBY" over "Noise By-law"), and a scanner with a file
+    reference ("By-law 6489-11" for a by-law whose title block names what it regulates).
+    The printed title is the largest type on page 1, else the lines in capitals that open
+    it (a statute's or by-law's title block), when it holds every word of /Title."""
+    if not title:
+        return title
+    words = set(_norm(title).split())
+    for printed in (read.first_page_title, _capitals_block(read.texts[0] if read.texts else "")):
+        if printed and len(printed) > len(title) and words <= set(_norm(printed).split()):
+            return printed
+    return title
+
+
+def _capitals_block(text: str) -> str:
+    """The lines in capitals that open a page, joined; "" when the first line is not one
+    or the block is longer than a title can be."""
+    block = []
+    for line in _page_lines(text):
+        if any(c.islower() for c in line) or not any(c.isalpha() for c in line):
+            break
+        block.append(line)
+    joined = " ".join(block)
+    return joined if len(joined) <= TITLE_MAX_CHARS else ""
 
 
 def _pages_phrase(pages: Sequence[int], verb: bool = True) -> str:
