@@ -96,6 +96,23 @@ def test_when_a_permit_is_required_asks_for_a_condition_not_a_time() -> None:
     assert wanted("Where is the smokehouse?") == ()
 
 
+def test_a_question_that_names_what_it_asks_for_asks_for_that_not_for_its_topic() -> None:
+    act = "Under which Act is the fine for breaking the noise by-law provided for?"
+    assert wanted(act) == ()
+    sentence = (
+        "Every person who breaks the noise by-law is liable to a fine under the Offences Act."
+    )
+    assert _seen(_reading(act, sentence))[1:] == (False, False)
+    assert wanted("Which body sets the fee for a dog licence?") == ()
+    # the named thing's own kind still counts, in up to three words
+    assert wanted("What fee is charged for a dog licence?") == wanted("How much is the fee?") != ()
+    assert wanted("What energy consumption figure in terajoules makes a group reportable?") != ()
+    assert wanted("What kind of fine applies to a second offence?") != ()
+    # "what is", and a "which" later in the question, leave the question's words to decide
+    assert wanted("What is the fine for a second offence?") != ()
+    assert wanted("How much is the fine which applies to a second offence?") != ()
+
+
 def test_a_when_question_may_be_answered_by_a_length_of_time_an_hours_question_not() -> None:
     expiry = "When does approval of a tentative map expire?"
     assert _reading(expiry, "A tentative map expires two years after its approval.").found

@@ -96,11 +96,49 @@ def coverage(weights: Mapping[str, float], passage_terms: AbstractSet[str]) -> f
 
 
 def wanted(question: str) -> tuple[re.Pattern[str], ...]:
-    """The patterns of the kind of fact the question asks for (empty: no particular kind)."""
+    """The patterns of the kind of fact the question asks for (empty: no particular kind).
+
+    A question that names what it asks for ("Under which Act is the fine provided for?",
+    "What body sets the fee?") asks for that: a fine or fee later in it is the topic, not
+    the answer. Only the kind of the named thing (up to three words: "What energy
+    consumption figure ...", "What fee is charged?") counts then."""
+    named = _WHICH_NOUN.search(question)
+    if named is None:
+        return _kind_of(question)
+    phrase = []
+    for word in named.group(2).split():
+        if _NOT_NAMED.fullmatch(word):
+            break
+        phrase.append(word)
+    if not phrase:
+        return _kind_of(question)
+    return _kind_of(f"{named.group(1)} {' '.join(phrase)}")
+
+
+def _kind_of(text: str) -> tuple[re.Pattern[str], ...]:
     for asks, patterns in _WANTS:
-        if asks.search(question):
+        if asks.search(text):
             return patterns
     return ()
+
+
+# A question that opens with "which <noun>" or "what <noun>" (after a preposition:
+# "Under which Act"), where the word after is the thing asked for, not a verb ("what
+# is"), a pronoun ("what it") or a word that defers to the noun after it ("what kind of",
+# "what amount of": the rest of the question decides, as without this rule). A "which"
+# later in the question is a relative pronoun ("the fine which applies").
+_WHICH_NOUN = re.compile(
+    r"^\W*(?:(?:under|in|on|at|by|for|from|to|with|within|into|during|after|before|since|"
+    r"until|according to)\s+)?(which|what)\s+((?:[a-z][\w-]*\s+){0,2}[a-z][\w-]*)",
+    re.I,
+)
+_NOT_NAMED = re.compile(
+    r"is|are|was|were|be|been|do|does|did|can|could|should|would|will|shall|must|may|might|"
+    r"has|have|had|happen(?:s|ed)?|it|its|they|them|their|he|she|his|her|you|your|we|our|i|"
+    r"if|an?|the|this|that|these|those|there|here|of|to|in|on|for|at|by|with|from|into|"
+    r"kinds?|types?|sorts?|forms?|amount",
+    re.I,
+)
 
 
 _HOW_MANY = re.compile(r"\bhow many ([a-z][a-z-]{2,})", re.I)
