@@ -93,6 +93,41 @@ def test_headings_set_apart_by_type_become_nested_sections(tmp_path: Path) -> No
     assert [p for _, p in quality.page_starts] == [2, 3]
 
 
+@pytest.mark.parametrize("caption", ["Table 3: Nitrate at each source", ""])
+def test_a_caption_over_bold_header_cells_is_the_tables_heading(
+    tmp_path: Path, caption: str
+) -> None:
+    # Bold header cells under a caption make a run too long for one heading; the caption
+    # opening it is the table's heading, and the cells stay in its text.
+    header = [("bold", "Water"), ("bold", "source"), ("bold", "Nitrate"), ("bold", "(mg/l)")]
+    blocks = [
+        ("cover", "ANNUAL WATER REVIEW"),
+        ("page", ""),
+        ("h1", "Findings"),
+        ("body", BODY),
+        *([("bold", caption)] if caption else []),
+        *header,
+        ("body", "Source 1; Nitrate: 9."),
+        ("body", "Source 2; Nitrate: 11."),
+        ("h2", "Costs"),
+        ("body", "The review cost the council forty thousand pounds."),
+        ("page", ""),
+        ("h1", "Outlook"),
+        ("body", BODY),
+    ]
+    (doc,), _ = load_pdf(write_styled(tmp_path / "table.pdf", blocks), root=tmp_path)
+    paths = [s.path for s in doc.sections if s.heading]
+    if caption:
+        assert paths == [("Findings",), ("Findings", caption), ("Findings", "Costs"), ("Outlook",)]
+        table = next(s for s in doc.sections if s.heading == caption)
+        assert " ".join(table.text.split()).startswith("Water source Nitrate (mg/l) Source 1")
+        assert "Source 2; Nitrate: 11." in table.text
+    else:
+        assert paths == [("Findings",), ("Findings", "Costs"), ("Outlook",)]
+        findings = next(s for s in doc.sections if s.heading == "Findings")
+        assert "year. Water source Nitrate (mg/l) Source 1" in " ".join(findings.text.split())
+
+
 def test_a_citation_names_the_page_of_the_sentence_it_quotes(tmp_path: Path) -> None:
     doc = _review(tmp_path)
     chunks = [c for c in chunk_documents([doc], ChunkerSettings()) if "Nitrate" in c.text]

@@ -10,7 +10,8 @@ smaller than it (a regulation's bold "(g) Installation ..." set in its smaller t
 Consecutive lines in the same heading style on one page are one heading (a long one
 wrapped), unless a line starts with a number or a division's name ("3.1 Applications"
 after "3 Permits"), of at most HEADING_MAX_LINES lines: a longer run in heading type is
-a bold paragraph, a table's bold header cells or a table of contents, not a heading. A
+a bold paragraph, a table's bold header cells or a table of contents, not a heading
+(though a caption that opens it, "Table 3: Flood risk ...", is the table's heading). A
 heading also reads as one: a short line of words (not a row of figures), with no
 sentence ending inside it and no dot leaders, not ending in a comma or a word a phrase
 goes on from, nor, when it is set at the body's size, followed by a line that starts in
@@ -76,6 +77,10 @@ _LABELLED = re.compile(
     r"|division|annex|appendix)\s)",
     re.IGNORECASE,
 )
+
+
+# A table's or figure's caption: "Table 3: Flood risk ...", "Figure 2.1 Sites".
+_CAPTION = re.compile(r"^(?:table|figure|chart|map)\s+[A-Z]?\d+(?:\.\d+)*[.:]?\s+\S", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,9 @@ def _blocks(lines: Sequence[Line], body: LineStyle) -> list[_Block]:
         if j - i <= HEADING_MAX_LINES:
             text = " ".join(lines[k].text for k in range(i, j))
             blocks.append(_Block(i, j, text, line.style, line.page))
+        elif _CAPTION.match(line.text):
+            # A table's caption over its bold header cells: the caption is the heading.
+            blocks.append(_Block(i, i + 1, line.text, line.style, line.page))
         i = j
     return blocks
 
