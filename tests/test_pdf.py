@@ -780,6 +780,21 @@ def test_real_misleading_outline_is_ignored(
     assert not any(re.fullmatch(r"Page \d+", h) for s in doc.sections for h in s.path)
 
 
+def test_real_titles_are_printed_in_full_where_metadata_has_a_part(
+    real: dict[str, tuple[Document, list[Finding]]],
+) -> None:
+    # Word's /Title is the letterhead, the first line of the cover's large type.
+    noise, _ = real["whitby_noise_bylaw_6917-14.pdf"]
+    assert noise.title == "THE CORPORATION OF THE TOWN OF WHITBY Noise By-law"
+    # The scanner's /Title ("By-law 6489-11") is spelt out by the capitals opening page 1.
+    idling, _ = real["whitby_anti_idling_bylaw_6489-11_ocr_scan.pdf"]
+    assert idling.title.startswith("THE CORPORATION OF THE TOWN OF WHITBY BY-LAW NO. 6489-11")
+    assert idling.title.endswith("RESTRICT THE IDLING OF VEHICLES WITHIN THE TOWN OF WHITBY")
+    # A /Title that the page prints as it is stays as it is.
+    nppf, _ = real["uk_mhclg_draft_nppf_dec2025.pdf"]
+    assert nppf.title == "National Planning Policy Framework: draft text for consultation"
+
+
 # Body text that does recur at page edges: in the Federal Register rule, each page of
 # figures opens with the same instruction ("(7) In the Operating Procedures chapter,
 # ... add the information in figure 6 to paragraph (h)(7) of this AD.").

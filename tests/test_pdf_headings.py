@@ -237,6 +237,17 @@ def test_real_federal_register_rule_headings_from_its_type() -> None:
     assert "Stabilizer wiring change" in costs.text
 
 
+def test_real_table_captions_head_their_tables() -> None:
+    doc = _real("uk_mhclg_draft_nppf_dec2025.pdf")
+    tables = {s.heading: s for s in doc.sections if s.heading.startswith("Table ")}
+    # Table 3's caption sits over four lines of bold header cells: still its heading.
+    third = tables["Table 3: Flood risk vulnerability and flood zone \u2018incompatibility\u2019"]
+    assert third.page == 127
+    assert third.path[0] == "Annex F: Managing Flood Risk and Coastal Change"
+    assert "Zone 3b *; Essential infrastructure: Exception test required *" in third.text
+    assert [h[:8] for h in tables] == ["Table 1:", "Table 2:", "Table 3:"]
+
+
 def test_real_report_chapters_from_its_type() -> None:
     doc = _real("coventry_authority_monitoring_report_2017_18.pdf")
     paths = [s.path for s in doc.sections if s.heading]
