@@ -11,6 +11,9 @@
   Wikipedia article (near misses). Nested cross-validation: ROC AUC, refusals
   at 5% and 10% false refusal, and what the thresholds chosen on the training
   folds did.
+- Answerable sets no gate was calibrated on, as a new index without a probe set
+  runs: the Natech seed system's probes and every ObliQA dev question. Only the
+  built-in defaults and the fixed cutoffs apply, and the figure is false refusal.
 
 The engine reads with the answer model (`--reader model`). Beside its calibrated gate:
 `default` (`DEFAULT_READER_GATE`, uncalibrated, fitted on training data only),
@@ -244,6 +247,56 @@ def _clapnq_corpus(folder: Path) -> tuple[Path, list[Probe]]:
     return corpus, probes
 
 
+def _obliqa_probes(folder: Path) -> list[Probe]:
+    from retrieval import obliqa_dev
+
+    queries, qrels = obliqa_dev(folder)
+    return [
+        Probe(id=qid, question=queries[qid], expected=tuple(qrels[qid]), kind="answerable")
+        for qid in sorted(queries)
+    ]
+
+
+def uncalibrated() -> dict[str, Any] | None:
+    """False refusals of the built-in defaults (and the fixed cutoffs) on answerable sets
+    nobody calibrated a gate for: what a new index without a probe set gives."""
+    csv = shared_path("corpora", "natech", "guidance.csv")
+    natech = shared_path("corpora", "natech", "probes.json")
+    obliqa = shared_path("bench", "obliqa")
+    if csv is None or natech is None or obliqa is None:
+        return None
+    from dense import DENSE_WORK
+    from seeds import natech_probes
+
+    sets = {
+        "natech": (GATE_WORK / "natech", [csv], "auto", natech_probes(natech)),
+        # The dense benchmark's index of the same build: its vectors are reused, not re-embedded.
+        "obliqa_dev": (
+            DENSE_WORK / "obliqa",
+            [obliqa / "StructuredRegulatoryDocuments"],
+            "obliqa",
+            _obliqa_probes(obliqa),
+        ),
+    }
+    out: dict[str, Any] = {}
+    for name, (index, sources, fmt, probes) in sets.items():
+        started = time.perf_counter()
+        ingest(sources, index, fmt=fmt)
+        data = probe_features(Engine.open(index, reader="model"), probes)
+        lexical = probe_features(Engine.open(index, reader="lexical"), probes)
+        methods = {
+            "default": _judged_default(data),
+            f"default, {LEXICAL}": _judged_default(lexical),
+            **baselines(data),
+        }
+        out[name] = {
+            "questions": len(probes),
+            "false_refusals": {k: m["outcome"]["answerable"] for k, m in methods.items()},
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+    return out
+
+
 def _curve(y: Array, score: Array) -> dict[str, Any]:
     return {
         "auc": round(roc_auc(y, score), 4),
@@ -325,6 +378,10 @@ def _table(methods: dict[str, dict[str, Any]], label: str = "") -> list[str]:
 
 def _counts(o: Outcome) -> str:
     return ", ".join(f"{v['n']} {k.replace('_', '-')}" for k, v in o.items())
+
+
+def _share(o: dict[str, int]) -> float:
+    return o["refused"] / o["n"]
 
 
 def _pct(v: float) -> str:
@@ -454,6 +511,30 @@ def markdown(data: dict[str, Any]) -> str:
             "(`bench/clapnq_acceptance.py`).",
             "",
         ]
+    un = data.get("uncalibrated")
+    if un:
+        names = list(un["natech"]["false_refusals"])
+        md += [
+            "**Answerable sets nobody calibrated** (as a new index without a probe set runs: "
+            "no calibration, only the built-in defaults and the fixed cutoffs; every question "
+            "has an answer in the corpus, so every refusal is a false one). Natech: the seed "
+            f"system's {un['natech']['questions']} probes over its guidance; ObliQA dev: all "
+            f"{un['obliqa_dev']['questions']} questions over the regulatory documents. Default "
+            f"builds; `default, {LEXICAL}` is what `ask` does out of the box. Neither default "
+            "was fitted on these corpora. Target for the defaults: at most 10% false refusal. "
+            "Cells read refused/n (at the gate + by the reader after the gate let it through):",
+            "",
+            "| gate | Natech | ObliQA dev |",
+            "|---|---:|---:|",
+            *(
+                f"| {n} | {_cell(un['natech']['false_refusals'][n])} "
+                f"({_pct(_share(un['natech']['false_refusals'][n]))}) "
+                f"| {_cell(un['obliqa_dev']['false_refusals'][n])} "
+                f"({_pct(_share(un['obliqa_dev']['false_refusals'][n]))}) |"
+                for n in names
+            ),
+            "",
+        ]
     md += [
         f"![Reliability of the out-of-fold confidence](/bench/results/{PLOT})",
         "",
@@ -516,6 +597,9 @@ def run() -> dict[str, Any]:
         if part is not None:
             reports[labels[name]] = part.pop("_report")
         data[name] = part
+    t = time.perf_counter()
+    data["uncalibrated"] = uncalibrated()
+    seconds["uncalibrated"] = round(time.perf_counter() - t, 1)
     data["seconds"] = seconds
     plot(reports)
     write_result("gate", data, markdown(data))

@@ -149,7 +149,16 @@ BENCHMARKS: dict[str, Benchmark] = {
     "gate": Benchmark(
         "The calibrated gate: answer or refuse",
         "bench/gate.py",
-        (*ASK, *EMBED, *EVALUATE, "bench/seeds.py", "bench/city_guides.probes.jsonl", *REGPACK),
+        (
+            *ASK,
+            *EMBED,
+            *EVALUATE,
+            "bench/seeds.py",
+            "bench/city_guides.probes.jsonl",
+            "bench/dense.py",
+            "bench/retrieval.py",
+            *REGPACK,
+        ),
     ),
     "reader": Benchmark(
         "The answer model on sets it never trained on",
