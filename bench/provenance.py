@@ -160,6 +160,23 @@ BENCHMARKS: dict[str, Benchmark] = {
             *REGPACK,
         ),
     ),
+    "default_training": Benchmark(
+        "The lexical default gate refitted on training data",
+        "bench/default_training.py",
+        (
+            *ASK,
+            *EMBED,
+            *EVALUATE,
+            "bench/gate.py",
+            "bench/default_gate.py",
+            "bench/dense.py",
+            "bench/retrieval.py",
+            "bench/seeds.py",
+            "bench/city_guides.probes.jsonl",
+            "train/reader_data.py",
+            *REGPACK,
+        ),
+    ),
     "reader": Benchmark(
         "The answer model on sets it never trained on",
         "bench/reader.py",

@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import audit
 import crash
+import default_training
 import dense
 import embedder
 import followups
@@ -55,6 +56,7 @@ def main() -> int:
     intent.run()
     reader.run()
     gate.run()
+    default_training.run()
     embedder.run()
     serve_load.run()
     routes.run()
