@@ -17,6 +17,10 @@ Three scorers, in the same run:
   topic terms in the sentence and its title (idf over the set's own sentences), plus
   its bonus for holding the fact the reader ranks first (`read.preferred`).
 
+And one scorer that does not ship, to show what training gave up out of domain: `blend`,
+the model's logit plus w times the untrained cosine, with w (of BLEND_WEIGHTS) the one
+that gives the best question AUC on WikiQA dev (scored in the same run, reported nowhere).
+
 Figures: pooled sentence AUC; answer-sentence MRR over questions with an answer; and
 per question, the best sentence's score as a refusal signal: AUC (answerable vs not),
 and precision/recall of refusal at the cut that refuses 10% of answerable questions
@@ -93,6 +97,23 @@ def lexical_scorer() -> Scorer:
     return score
 
 
+BLEND_WEIGHTS = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0)
+
+
+def blended(model: np.ndarray, cosine: np.ndarray, weight: float) -> np.ndarray:
+    """The model's logit plus `weight` times the untrained cosine."""
+    p = np.clip(model.astype(np.float64), 1e-6, 1 - 1e-6)
+    return np.log(p / (1 - p)) + weight * cosine
+
+
+def blend_weight(rows: list[Row], model: np.ndarray, cosine: np.ndarray) -> float:
+    """The weight of BLEND_WEIGHTS with the best question AUC on `rows` (WikiQA dev)."""
+    aucs = {
+        w: figures(rows, blended(model, cosine, w), None)["question_auc"] for w in BLEND_WEIGHTS
+    }
+    return max(BLEND_WEIGHTS, key=lambda w: (aucs[w], -w))
+
+
 def _by_question(rows: list[Row]) -> dict[str, list[int]]:
     groups: dict[str, list[int]] = {}
     for i, r in enumerate(rows):
@@ -161,7 +182,9 @@ def markdown(data: dict[str, Any]) -> str:
         "",
         "Command: `.venv/bin/python bench/reader.py` (in `make bench`). Scorers: `model` the "
         "shipped int8 answer model; `untrained` the MiniLM cosine it starts from; `lexical` "
-        "today's word-coverage reader. Question-level figures use each question's best "
+        "today's word-coverage reader; `blend` (not shipped) the model's logit plus w times "
+        "the untrained cosine, w chosen on WikiQA dev. Question-level figures use each "
+        "question's best "
         "sentence: `refuse@10%` is read off the set's own curve where 10% of answerable "
         f"questions are refused; `shipped cut` is the model's fixed `MIN_ANSWER` "
         f"({data['min_answer']}).",
@@ -341,22 +364,31 @@ def ask_cost() -> dict[str, Any]:
 def run() -> dict[str, Any] | None:
     if shared_path("train") is None:
         return None
+    import reader_data
+
     scorers = {"model": model_scorer(), "untrained": cosine_scorer(), "lexical": lexical_scorer()}
+    dev = list(reader_data.wikiqa("dev"))
+    weight = blend_weight(dev, scorers["model"](dev), scorers["untrained"](dev))
+    blend = f"blend (w={weight:g})"
     out: dict[str, dict[str, Any]] = {}
     spent, pairs = 0.0, 0
     for name, rows in sets().items():
         out[name] = {}
+        scored: dict[str, np.ndarray] = {}
         for scorer, fn in scorers.items():
             t = time.perf_counter()
-            scores = fn(rows)
+            scores = scored[scorer] = fn(rows)
             if scorer == "model":
                 spent += time.perf_counter() - t
                 pairs += len(rows)
             out[name][scorer] = figures(rows, scores, MIN_ANSWER if scorer == "model" else None)
             print(name, scorer, out[name][scorer], flush=True)
+        mixed = blended(scored["model"], scored["untrained"], weight)
+        out[name][blend] = figures(rows, mixed, None)
     data = {
         "machine": machine(),
         "min_answer": MIN_ANSWER,
+        "blend_weight": weight,
         "sets": out,
         "timing": {"model_ms_per_pair": round(1000 * spent / max(1, pairs), 3)},
         "ask": ask_cost(),
