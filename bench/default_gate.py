@@ -25,7 +25,7 @@ from pathlib import Path
 
 from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
-from groundqa.evaluate.calibrate import fit_report, probe_features
+from groundqa.evaluate.calibrate import ProbeFeatures, fit_report, probe_features
 from groundqa.evaluate.probes import Probe
 from groundqa.gate import DEFAULT_MODEL, DEFAULT_THRESHOLD
 from groundqa.gate.decision import DEFAULT_READER_MODEL, DEFAULT_READER_THRESHOLD
@@ -65,20 +65,24 @@ def _foreign_questions() -> list[Probe]:
     return probes
 
 
-def fit_reader_default() -> tuple[Logistic, float]:
-    """The answer-model default, fitted afresh on training data (see the module doc)."""
+def clapnq_training_features(index: Path, reader: str) -> ProbeFeatures:
+    """ClapNQ's shared half over a BM25-only build at `index`, read with `reader`: its
+    answerable questions, its unanswerable ones (near misses), and `_foreign_questions`."""
     sys.path.insert(0, str(ROOT / "bench"))
     from gate import _clapnq_corpus
 
     folder = ROOT.parent / "shared" / "bench" / "clapnq"
     if not folder.is_dir():
-        raise SystemExit(f"{folder} is missing: the reader default is fitted on it")
+        raise SystemExit(f"{folder} is missing: the default gates are fitted on it")
+    corpus, probes = _clapnq_corpus(folder)
+    ingest([corpus], index, dense=None, fmt="beir")
+    return probe_features(Engine.open(index, reader=reader), [*probes, *_foreign_questions()])
+
+
+def fit_reader_default() -> tuple[Logistic, float]:
+    """The answer-model default, fitted afresh on training data (see the module doc)."""
     with tempfile.TemporaryDirectory() as tmp:
-        corpus, probes = _clapnq_corpus(folder)
-        ingest([corpus], Path(tmp) / "index", dense=None, fmt="beir")
-        engine = Engine.open(Path(tmp) / "index", reader="model")
-        data = probe_features(engine, [*probes, *_foreign_questions()])
-        report = fit_report(data)
+        report = fit_report(clapnq_training_features(Path(tmp) / "index", "model"))
         print(f"cross-validated on training data: {report.operating}", file=sys.stderr)
     return report.gate.model, report.gate.threshold
 

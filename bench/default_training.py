@@ -46,6 +46,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, WORK, machine, shared_path, write_result
+from default_gate import clapnq_training_features
+from gate import _engine, _obliqa_probes, probability
 from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
 from groundqa.evaluate.calibrate import ProbeFeatures, fit_report, outcome, probe_features
@@ -129,16 +131,6 @@ def _held_back_set(name: str, passages: list[_Passage]) -> ProbeFeatures:
     return probe_features(Engine.open(index, reader="lexical"), probes)
 
 
-def _clapnq(folder: Path) -> ProbeFeatures:
-    from default_gate import _foreign_questions
-    from gate import _clapnq_corpus
-
-    corpus, probes = _clapnq_corpus(folder)
-    index = TRAIN_WORK / "clapnq"
-    ingest([corpus], index, dense=None, fmt="beir")
-    return probe_features(Engine.open(index, reader="lexical"), [*probes, *_foreign_questions()])
-
-
 def _joined(parts: Iterable[ProbeFeatures]) -> ProbeFeatures:
     parts = list(parts)
     return ProbeFeatures(
@@ -158,7 +150,7 @@ def training() -> dict[str, ProbeFeatures] | None:
     if clapnq is None or policyqa is None or selqa is None:
         return None
     return {
-        "clapnq": _clapnq(clapnq),
+        "clapnq": clapnq_training_features(TRAIN_WORK / "clapnq", "lexical"),
         "policyqa": _held_back_set("policyqa", _policyqa(policyqa)),
         "selqa": _held_back_set("selqa", _selqa(selqa)),
     }
@@ -171,14 +163,11 @@ def held_out() -> dict[str, ProbeFeatures] | None:
     if guides is None or natech is None or obliqa is None:
         return None
     from dense import DENSE_WORK
-    from gate import GATE_WORK, _obliqa_probes
     from seeds import city_guides_probes, natech_probes
 
-    def lexical(index: Path, sources: list[Path], fmt: str = "auto") -> Engine:
-        ingest(sources, index, fmt=fmt)  # the default build; the gate benchmark's own indexes
-        return Engine.open(index, reader="lexical")
-
-    city = lexical(GATE_WORK / "city_guides", [guides])
+    # The gate benchmark's own default builds, and the dense benchmark's ObliQA index.
+    city = _engine([guides], "city_guides", reader="lexical")
+    ingest([obliqa / "StructuredRegulatoryDocuments"], DENSE_WORK / "obliqa", fmt="obliqa")
     return {
         "city guides, seed questions": probe_features(
             city, city_guides_probes(guides / "questions.json", guides)
@@ -187,25 +176,22 @@ def held_out() -> dict[str, ProbeFeatures] | None:
             city, load_probes(ROOT / "bench" / "city_guides.probes.jsonl")
         ),
         "example corpus": probe_features(
-            lexical(GATE_WORK / "regpack", [ROOT / "examples" / "regpack"]),
+            _engine([ROOT / "examples" / "regpack"], "regpack", reader="lexical"),
             load_probes(ROOT / "examples" / "regpack.probes.jsonl"),
         ),
         "natech": probe_features(
-            lexical(GATE_WORK / "natech", [natech / "guidance.csv"]),
+            _engine([natech / "guidance.csv"], "natech", reader="lexical"),
             natech_probes(natech / "probes.json"),
         ),
         "obliqa dev": probe_features(
-            lexical(
-                DENSE_WORK / "obliqa", [obliqa / "StructuredRegulatoryDocuments"], fmt="obliqa"
-            ),
+            Engine.open(DENSE_WORK / "obliqa", reader="lexical"),
             _obliqa_probes(obliqa),
         ),
     }
 
 
 def applied(gate: Gate, data: ProbeFeatures) -> dict[str, dict[str, int]]:
-    columns = [data.names.index(n) for n in gate.model.names]
-    p = np.where(data.empty, 0.0, gate.model.predict(data.x[:, columns]))
+    p = probability(gate, data)
     return outcome(data.kinds, (p < gate.threshold) | data.empty, data.generator_refused)
 
 

@@ -74,12 +74,12 @@ METHODS = (
 Outcome = dict[str, dict[str, int]]
 
 
-def _engine(sources: Sequence[Path], name: str, fmt: str = "auto") -> Engine:
-    """A default build (BM25 and MiniLM vectors), read with the answer model; ingest skips a
-    corpus that has not changed."""
+def _engine(sources: Sequence[Path], name: str, fmt: str = "auto", reader: str = "model") -> Engine:
+    """A default build (BM25 and MiniLM vectors), read with the answer model unless `reader`
+    says otherwise; ingest skips a corpus that has not changed."""
     index = GATE_WORK / name
     ingest(list(sources), index, fmt=fmt)
-    return Engine.open(index, reader="model")
+    return Engine.open(index, reader=reader)
 
 
 def _default(data: ProbeFeatures) -> Gate:
@@ -87,11 +87,16 @@ def _default(data: ProbeFeatures) -> Gate:
     return DEFAULT_READER_GATE if set(READER_FEATURES) <= set(data.names) else DEFAULT_GATE
 
 
-def _default_probability(data: ProbeFeatures) -> Array:
-    gate = _default(data)
+def probability(gate: Gate, data: ProbeFeatures) -> Array:
+    """The gate's P(answerable) for each probe, from the features its model reads; 0 for a
+    probe with nothing to look for or nothing found."""
     columns = [data.names.index(n) for n in gate.model.names]
     p: Array = gate.model.predict(data.x[:, columns])
     return np.where(data.empty, 0.0, p)
+
+
+def _default_probability(data: ProbeFeatures) -> Array:
+    return probability(_default(data), data)
 
 
 def _judged_default(data: ProbeFeatures) -> dict[str, Any]:
@@ -121,7 +126,7 @@ def applied_methods(
     """The fitted gate (when given), the default gate and the fixed cutoffs on `data`."""
     out: dict[str, dict[str, Any]] = {}
     if report is not None:
-        p: Array = np.where(data.empty, 0.0, report.gate.model.predict(data.x))
+        p = probability(report.gate, data)
         out["calibrated"] = judged(data, p < report.gate.threshold, p)
     out["default"] = _judged_default(data)
     return {**out, **baselines(data)}
@@ -172,7 +177,7 @@ def city_guides() -> dict[str, Any] | None:
     ours_lex = fit_report(probe_features(lexical, own))
     seeds_lex = applied_methods(probe_features(lexical, seed_probes), ours_lex)
     held_out = _with_lexical(applied_methods(seeds, report), seeds_lex)
-    p = np.where(seeds.empty, 0.0, report.gate.model.predict(seeds.x))
+    p = probability(report.gate, seeds)
     return {
         "seeds": {
             "methods": held_out,
