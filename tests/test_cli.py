@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REGPACK, write_small_corpus
+from tests.hostilekit import OUTSIDE_SECRET, corpus_with_outside_symlink
 
 EXE = [sys.executable, "-m", "groundqa.cli"]
 
@@ -395,3 +396,16 @@ def test_chat_reads_a_follow_up_against_the_last_question_until_a_new_conversati
     flat = " ".join(proc.stdout.split())
     assert flat.count('read from the previous question as: "And from a public road (') == 1
     assert "a new conversation" in flat
+
+
+def test_validate_skips_links_out_of_the_corpus_unless_told(tmp_path: Path) -> None:
+    corpus = corpus_with_outside_symlink(tmp_path)
+    proc = run("validate", corpus, "--json")
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    assert OUTSIDE_SECRET not in proc.stdout
+    report = json.loads(proc.stdout)
+    assert report["documents"] == 3
+    assert "skipped-links" in {f["check"] for f in report["findings"]}
+    followed = run("validate", corpus, "--json", "--follow-links")
+    assert "Traceback" not in followed.stderr and OUTSIDE_SECRET in followed.stdout
+    assert json.loads(followed.stdout)["documents"] == 6

@@ -13,6 +13,7 @@ import groundqa.loaders as loaders
 from groundqa.errors import EmptyCorpusError, LoadError, UsageError
 from groundqa.loaders import FORMATS, LoadResult, detect_format, load
 from groundqa.models import Document, Finding
+from tests.hostilekit import OUTSIDE_SECRET, corpus_with_outside_symlink, outside_link
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
@@ -609,3 +610,115 @@ def test_same_source_twice_is_read_once(tmp_path: Path) -> None:
     result = load([path, str(path)])
     assert len(result.documents) == 1 and len(result.sources) == 1
     assert load(path).documents == result.documents  # a lone path is not a sequence
+
+
+# --- symbolic links -----------------------------------------------------------------------
+
+
+def _everything(result: LoadResult) -> str:
+    """All a load kept, as one string: where a secret would show if it leaked."""
+    return json.dumps([d.to_dict() for d in result.documents]) + json.dumps(
+        [f.to_dict() for f in result.findings]
+    )
+
+
+def test_links_out_of_the_corpus_are_skipped_and_named(tmp_path: Path) -> None:
+    corpus = corpus_with_outside_symlink(tmp_path)
+    result = load([corpus])
+    assert OUTSIDE_SECRET not in _everything(result)
+    # The link that stays inside loads as before, under its own name.
+    assert sorted(d.doc_id for d in result.documents) == ["alias.md", "guide.md", "sub/note.md"]
+    assert all(not d.metadata for d in result.documents)
+    links = [f for f in result.findings if f.check == "skipped-links"]
+    assert {f.severity for f in links} == {"REVIEW"}
+    # One finding for the walk (document, folder, dangling and looping links) and one for
+    # each metadata file that is a link out of the corpus.
+    walked = next(f for f in links if f.source == corpus.resolve().as_posix())
+    assert "4 symbolic link(s)" in walked.message and "--follow-links" in walked.message
+    for name in ("passwd.txt", "elsewhere", "dangling.md", "loop.md"):
+        assert name in walked.excerpt
+    assert "outside" in walked.excerpt and "nothing" in walked.excerpt
+    sidecars = sorted(Path(f.source).name for f in links if f is not walked)
+    assert sidecars == ["_meta.yaml", "guide.md.meta.yaml"]
+    for finding in links:
+        one_line = finding.message
+        assert "\n" not in one_line and "symbolic link" in one_line
+
+
+def test_a_link_to_a_system_file_is_not_read(tmp_path: Path) -> None:
+    passwd = Path("/etc/passwd")
+    if not passwd.is_file():
+        pytest.skip("no /etc/passwd here")
+    corpus = corpus_with_outside_symlink(tmp_path, target=passwd)
+    result = load([corpus])
+    assert "root:" not in _everything(result)
+    assert str(passwd) in only_walk_finding(result, corpus).excerpt
+
+
+def only_walk_finding(result: LoadResult, folder: Path) -> Finding:
+    (finding,) = [
+        f
+        for f in result.findings
+        if f.check == "skipped-links" and f.source == folder.resolve().as_posix()
+    ]
+    return finding
+
+
+def test_follow_links_reads_them_all(tmp_path: Path) -> None:
+    corpus = corpus_with_outside_symlink(tmp_path)
+    result = load([corpus], follow_links=True)
+    ids = sorted(d.doc_id for d in result.documents)
+    assert ids == [
+        "alias.md",
+        "elsewhere/more.md",
+        "elsewhere/secret.txt",
+        "guide.md",
+        "passwd.txt",
+        "sub/note.md",
+    ]
+    assert by_id(result)["guide.md"].metadata == {"secret": OUTSIDE_SECRET}
+    # A link to nothing is still skipped, and says so.
+    finding = only_walk_finding(result, corpus)
+    assert "2 symbolic link(s)" in finding.message
+    assert "dangling.md" in finding.excerpt and "loop.md" in finding.excerpt
+
+
+def test_a_linked_folder_that_loops_is_read_once(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    write(corpus / "a" / "one.md", "# One\n\nText of one.\n")
+    (corpus / "a" / "back").symlink_to(corpus, target_is_directory=True)
+    result = load([corpus], follow_links=True)
+    assert [d.doc_id for d in result.documents] == ["a/one.md"]
+
+
+def test_benchmark_layouts_found_in_a_folder_are_not_read_through_links(tmp_path: Path) -> None:
+    beir = tmp_path / "beir"
+    record = {"_id": "s1", "title": "Secret", "text": OUTSIDE_SECRET}
+    outside_link(beir, "corpus.jsonl", json.dumps(record) + "\n")
+    write(beir / "notes.md", "# Notes\n\nA note that belongs here.\n")
+    result = load([beir])
+    assert OUTSIDE_SECRET not in _everything(result)
+    assert "corpus.jsonl" in only_walk_finding(result, beir).excerpt
+    with pytest.raises(EmptyCorpusError, match=r"1 symbolic link\(s\) skipped"):
+        load([beir], fmt="beir")
+
+    obliqa = tmp_path / "obliqa"
+    passage = {"DocumentID": 9, "PassageID": "1.1", "Passage": OUTSIDE_SECRET}
+    outside_link(obliqa, "9.json", json.dumps([passage]))
+    write(obliqa / "1.json", json.dumps([{"DocumentID": 1, "PassageID": "1.1", "Passage": "x"}]))
+    result = load([obliqa])
+    assert [d.doc_id for d in result.documents] == ["1"]
+    assert OUTSIDE_SECRET not in _everything(result)
+    assert "9.json" in only_walk_finding(result, obliqa).excerpt
+
+
+def test_a_file_named_on_its_own_reads_no_sidecar_through_a_link(tmp_path: Path) -> None:
+    guide = write(tmp_path / "docs" / "guide.md", "# Guide\n\n## Part\n\nSome text here.\n")
+    outside_link(tmp_path / "docs", "guide.md.meta.yaml", f"secret: {OUTSIDE_SECRET}\n")
+    result = load([guide])
+    assert OUTSIDE_SECRET not in _everything(result)
+    (finding,) = [f for f in result.findings if f.check == "skipped-links"]
+    assert finding.source.endswith("guide.md.meta.yaml")
+    # A file the user names is read even when it is a link: naming it is the consent.
+    named = outside_link(tmp_path / "docs", "named.md", "# Named\n\n## Part\n\nLinked text.\n")
+    assert [d.doc_id for d in load([named]).documents] == ["named.md"]

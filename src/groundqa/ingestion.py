@@ -150,11 +150,13 @@ def ingest(
     force: bool = False,
     reporter: Reporter | None = None,
     ocr: bool = True,
+    follow_links: bool = False,
 ) -> IngestReport:
     """Build (or confirm up to date) the index for `sources` at `index_dir`.
 
     `dense=None` builds a BM25-only index (no embedding model needed); `ocr=False` reports
-    PDF pages without a text layer instead of reading them by OCR. The
+    PDF pages without a text layer instead of reading them by OCR; `follow_links` reads
+    symbolic links in a corpus folder that point outside it (see `loaders.load`). The
     embedder is loaded first, so a wrong model name fails before the corpus
     is read; a remote embedder that fails mid-build leaves the previous index current.
     """
@@ -165,7 +167,7 @@ def ingest(
     try:
         embedder = None if dense is None else get_embedder(dense.embedder, embedder_options)
         reporter.stage("loading")
-        loaded = load(sources, fmt=fmt, columns=columns, ocr=ocr)
+        loaded = load(sources, fmt=fmt, columns=columns, ocr=ocr, follow_links=follow_links)
         timings["load"] = time.perf_counter() - started
         t = time.perf_counter()
         reporter.stage("validating")

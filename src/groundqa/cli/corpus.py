@@ -28,6 +28,12 @@ no_ocr_option = click.option(
     is_flag=True,
     help="Do not read PDF pages without a text layer by OCR: report them instead.",
 )
+follow_links_option = click.option(
+    "--follow-links",
+    is_flag=True,
+    help="Read symbolic links in a corpus folder wherever they point. By default a link "
+    "whose target lies outside the folder named (or nowhere) is skipped and reported.",
+)
 
 
 def _print_findings(findings: Sequence[Finding]) -> None:
@@ -44,9 +50,15 @@ def _print_findings(findings: Sequence[Finding]) -> None:
 @format_option
 @columns_option
 @no_ocr_option
+@follow_links_option
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def validate(
-    sources: tuple[str, ...], fmt: str, columns: tuple[str, ...], no_ocr: bool, as_json: bool
+    sources: tuple[str, ...],
+    fmt: str,
+    columns: tuple[str, ...],
+    no_ocr: bool,
+    follow_links: bool,
+    as_json: bool,
 ) -> None:
     """Check a corpus without indexing it. Exit 1 when a BLOCK finding would stop ingest."""
     from groundqa.loaders import load
@@ -54,7 +66,11 @@ def validate(
     from groundqa.validate import validate as run_validation
 
     loaded = load(
-        sources, fmt=fmt, columns=parse_pairs(columns, "--columns") or None, ocr=not no_ocr
+        sources,
+        fmt=fmt,
+        columns=parse_pairs(columns, "--columns") or None,
+        ocr=not no_ocr,
+        follow_links=follow_links,
     )
     findings = run_validation(loaded.documents, load_findings=loaded.findings)
     blocking = has_blocking(findings)
@@ -94,6 +110,7 @@ def validate(
 @format_option
 @columns_option
 @no_ocr_option
+@follow_links_option
 @click.option(
     "--no-dense",
     is_flag=True,
@@ -141,6 +158,7 @@ def ingest(
     fmt: str,
     columns: tuple[str, ...],
     no_ocr: bool,
+    follow_links: bool,
     no_dense: bool,
     embedder: str,
     embedder_url: str | None,
@@ -169,6 +187,7 @@ def ingest(
             force=force,
             reporter=reporter,
             ocr=not no_ocr,
+            follow_links=follow_links,
         )
     if as_json:
         emit_json(report.to_dict())
@@ -178,7 +197,8 @@ def ingest(
     if reviews:
         out.print(
             f"[yellow]{len(reviews)} REVIEW finding(s)[/] were indexed anyway; "
-            f"see `groundqa validate {' '.join(sources)}{' --no-ocr' if no_ocr else ''}`"
+            f"see `groundqa validate {' '.join(sources)}{' --no-ocr' if no_ocr else ''}"
+            f"{' --follow-links' if follow_links else ''}`"
         )
 
 

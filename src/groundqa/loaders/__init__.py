@@ -32,6 +32,7 @@ from groundqa.loaders._common import (
     MARKDOWN_SUFFIXES,
     block,
     is_housekeeping,
+    links_finding,
     looks_like_obliqa,
     skipped_finding,
     source_of,
@@ -120,38 +121,35 @@ def _walked_kind(suffix: str, wanted: Mapping[str, tuple[str, ...]]) -> str | No
     return next((k for k, sfx in wanted.items() if suffix in sfx), None)
 
 
-def _json_files(folder: Path) -> list[Path]:
-    return [p for p in walk(folder, recursive=False) if p.suffix.lower() == ".json"]
-
-
-def _folder_format(folder: Path) -> str | None:
-    """`beir` or `obliqa` when the folder has that layout, else None (walk by extension)."""
-    if (folder / _BEIR_CORPUS).is_file():
+def _folder_format(top: Sequence[Path]) -> str | None:
+    """`beir` or `obliqa` when a folder whose own files are `top` has that layout, else
+    None (walk by extension)."""
+    if any(p.name == _BEIR_CORPUS for p in top):
         return "beir"
     # Any passage file makes it an ObliQA folder: a single corrupt file among forty
     # should be reported by the ObliQA loader, not turn the folder into a Markdown walk.
-    if any(looks_like_obliqa(p) for p in _json_files(folder)):
+    if any(p.suffix.lower() == ".json" and looks_like_obliqa(p) for p in top):
         return "obliqa"
     return None
 
 
-def detect_format(path: Path) -> str:
+def detect_format(path: Path, follow_links: bool = False) -> str:
     """The format `auto` reads `path` (one file or folder) as.
 
     One of `csv`, `markdown`, `pdf`, `html`, `docx`, `text`, `beir`, `obliqa`; `mixed`
     for a folder holding files of more than one of the walked formats; `unknown` when
-    nothing in it is loadable.
+    nothing in it is loadable. Links in a folder count as `load` reads them.
     """
     if not path.exists():
         raise LoadError(f"no such file or folder: {path}", source=str(path))
     if path.is_file():
         return _format_for_file(path) or "unknown"
-    layout = _folder_format(path)
+    layout = _folder_format(walk(path, recursive=False, follow_links=follow_links).files)
     if layout is not None:
         return layout
     kinds = {
         kind
-        for p in walk(path)
+        for p in walk(path, follow_links=follow_links).files
         if not is_housekeeping(p)
         and (kind := _walked_kind(p.suffix.lower(), _AUTO_WALK)) is not None
     }
@@ -160,25 +158,38 @@ def detect_format(path: Path) -> str:
     return kinds.pop() if kinds else "unknown"
 
 
-def _plan_folder(folder: Path, fmt: str) -> tuple[list[tuple[Path, str]], list[Path]]:
-    """(files to load with their format, files skipped) for one folder."""
+@dataclass(frozen=True)
+class _Plan:
+    """What loading one folder reads (each file with its format) and leaves out."""
+
+    files: list[tuple[Path, str]]
+    skipped: list[Path]  # files of no format it reads, and corpus notes
+    links: list[tuple[Path, str]]  # links not followed, and why
+
+
+def _plan_folder(folder: Path, fmt: str, follow_links: bool) -> _Plan:
+    """What to load in one folder the user named, and what to leave out.
+
+    Every file comes from a walk, benchmark layouts' files too (a BEIR `corpus.jsonl`,
+    ObliQA's .json files), so that no file is opened through a link the walk refused.
+    """
+    top = walk(folder, recursive=False, follow_links=follow_links)
     if fmt == "auto":
-        fmt = _folder_format(folder) or "auto"
+        fmt = _folder_format(top.files) or "auto"
     if fmt == "beir":
-        corpus = folder / _BEIR_CORPUS
-        if corpus.is_file():
-            # The rest of a BEIR folder (queries, qrels) is evaluation data, not corpus.
-            return [(corpus, "beir")], []
-        files = [p for p in walk(folder, recursive=False) if p.suffix.lower() == ".jsonl"]
-        return [(p, "beir") for p in files], []
+        corpus = [p for p in top.files if p.name == _BEIR_CORPUS]
+        # The rest of a BEIR folder (queries, qrels) is evaluation data, not corpus.
+        files = corpus or [p for p in top.files if p.suffix.lower() == ".jsonl"]
+        return _Plan([(p, "beir") for p in files], [], top.links)
     if fmt == "obliqa":
-        top = walk(folder, recursive=False)
-        files = [p for p in top if p.suffix.lower() == ".json"]
-        return [(p, "obliqa") for p in files], [p for p in top if p not in files]
+        files = [p for p in top.files if p.suffix.lower() == ".json"]
+        others = [p for p in top.files if p not in files]
+        return _Plan([(p, "obliqa") for p in files], others, top.links)
     wanted = _AUTO_WALK if fmt == "auto" else {fmt: _SUFFIXES[fmt]}
     planned: list[tuple[Path, str]] = []
     skipped: list[Path] = []
-    for path in walk(folder):
+    walked = walk(folder, follow_links=follow_links)
+    for path in walked.files:
         kind = _walked_kind(path.suffix.lower(), wanted)
         if is_metadata_file(path):
             continue  # describes documents (see `sidecar`); read when they load
@@ -186,7 +197,9 @@ def _plan_folder(folder: Path, fmt: str) -> tuple[list[tuple[Path, str]], list[P
             skipped.append(path)
         else:
             planned.append((path, kind))
-    return planned, skipped
+    # A metadata file that is a refused link is named when a document would read it.
+    links = [(p, why) for p, why in walked.links if not is_metadata_file(p)]
+    return _Plan(planned, skipped, links)
 
 
 def _looked_for(fmt: str) -> str:
@@ -244,11 +257,16 @@ def load(
     fmt: str = "auto",
     columns: Mapping[str, str] | None = None,
     ocr: bool = True,
+    *,
+    follow_links: bool = False,
 ) -> LoadResult:
     """Load every file under `sources` (files and folders) as `fmt` (`auto` detects).
 
     `columns` maps CSV roles (`id`, `title`, `text`) to column names. `ocr` reads PDF
-    pages without a text layer by OCR; off, they are reported instead. Raises LoadError
+    pages without a text layer by OCR; off, they are reported instead. A symbolic link
+    found in a folder (a document, or a metadata file beside one) is read only when it
+    points inside the folder named, or with `follow_links`; the others are named in a
+    REVIEW finding. A path named in `sources` is read wherever it points. Raises LoadError
     for a path that does not exist, UsageError for an unknown format or column role,
     and EmptyCorpusError for a folder with nothing loadable or when nothing at all was
     loaded and nothing was broken.
@@ -272,22 +290,23 @@ def load(
     roots: dict[str, Path | None] = {}
     for path in paths:
         if path.is_dir():
-            planned, skipped = _plan_folder(path, fmt)
-            if not planned:
+            plan = _plan_folder(path, fmt, follow_links)
+            if not plan.files:
                 raise EmptyCorpusError(
                     f"nothing to load in {path}: no {_looked_for(fmt)} files"
-                    + (f" ({len(skipped)} other file(s) skipped)" if skipped else "")
+                    + (f" ({len(plan.skipped)} other file(s) skipped)" if plan.skipped else "")
+                    + (f" ({len(plan.links)} symbolic link(s) skipped)" if plan.links else "")
                     + "; point at the folder that holds the corpus or pass --format"
                 )
-            for file, file_fmt in planned:
+            for file, file_fmt in plan.files:
                 docs, found = _load_file(file, file_fmt, path, columns, ocr)
                 roots.update((d.source, path.resolve()) for d in docs)
                 documents.extend(docs)
                 findings.extend(found)
                 read.add(source_of(file))
-            note = skipped_finding(path, skipped)
-            if note is not None:
-                findings.append(note)
+            for note in (skipped_finding(path, plan.skipped), links_finding(path, plan.links)):
+                if note is not None:
+                    findings.append(note)
             continue
         kind: str | None = fmt if fmt != "auto" else _format_for_file(path)
         if kind is None:
@@ -298,7 +317,7 @@ def load(
         findings.extend(found)
         read.add(source_of(path))
 
-    documents, found = with_metadata(documents, roots)
+    documents, found = with_metadata(documents, roots, follow_links=follow_links)
     findings.extend(found)
     if not documents and not any(f.severity == "BLOCK" for f in findings):
         names = ", ".join(str(s) for s in sources)

@@ -13,9 +13,9 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from groundqa.models import Document, Finding, Section
 
@@ -178,13 +178,45 @@ def is_housekeeping(path: Path) -> bool:
     return path.stem.lower() in HOUSEKEEPING_STEMS
 
 
-def walk(folder: Path, recursive: bool = True) -> list[Path]:
-    """Every non-hidden file under `folder`, sorted by its path relative to `folder`.
+class Walk(NamedTuple):
+    """What a folder walk found: the files to consider, and the links it did not follow,
+    each with why (`links_finding` reports them)."""
 
-    Hidden files and folders (a leading dot: `.git`, `.DS_Store`) are never corpus.
-    Symlinked folders are not followed, so a link cycle cannot hang a load.
+    files: list[Path]
+    links: list[tuple[Path, str]]
+
+
+def link_problem(path: Path, root: Path, follow_links: bool = False) -> str | None:
+    """Why the symbolic link `path`, found under `root` (the folder the user named), is
+    not to be read, in a few words; None when it is not a link or may be read.
+
+    A link is read when its target lies inside `root`, or anywhere with `follow_links`;
+    a link to nothing (its target missing, or a chain of links that loops) never is.
+    A corpus folder is a boundary: a link in it must not carry /etc/passwd, or a
+    metadata file from someone else's folder, into an index that serves its text.
     """
-    found: list[Path] = []
+    if not path.is_symlink():
+        return None
+    try:
+        target = path.resolve(strict=True)
+    except (OSError, RuntimeError):  # missing target; RuntimeError is a loop (Python 3.11)
+        return "points to nothing"
+    if follow_links or target.is_relative_to(root.resolve()):
+        return None
+    return f"points outside the folder, to {target.as_posix()}"
+
+
+def walk(folder: Path, recursive: bool = True, follow_links: bool = False) -> Walk:
+    """Every non-hidden file under `folder`, sorted by its path relative to `folder`, and
+    the links left out.
+
+    Hidden files and folders (a leading dot: `.git`, `.DS_Store`) are never corpus. A
+    link is followed only when `link_problem` allows it; linked folders only with
+    `follow_links`, each real folder once, so that a link cycle cannot hang a load.
+    """
+    files: list[Path] = []
+    links: list[tuple[Path, str]] = []
+    seen: set[Path] = {folder.resolve()}
 
     def visit(directory: Path) -> None:
         try:
@@ -196,14 +228,50 @@ def walk(folder: Path, recursive: bool = True) -> list[Path]:
         for entry in entries:
             if is_hidden(entry.name):
                 continue
+            path = Path(entry.path)
+            if entry.is_symlink():
+                problem = link_problem(path, folder, follow_links)
+                if problem is None and path.is_dir():
+                    if not follow_links:
+                        problem = "a linked folder"
+                    elif recursive and path.resolve() not in seen:
+                        seen.add(path.resolve())
+                        visit(path)
+                    continue
+                if problem is not None:
+                    links.append((path, problem))
+                elif path.is_file():
+                    files.append(path)
+                continue
             if entry.is_dir(follow_symlinks=False):
                 if recursive:
-                    visit(Path(entry.path))
-            elif entry.is_file():
-                found.append(Path(entry.path))
+                    seen.add(path.resolve())
+                    visit(path)
+            elif entry.is_file(follow_symlinks=False):
+                files.append(path)
 
     visit(folder)
-    return sorted(found, key=lambda p: p.relative_to(folder).as_posix())
+
+    def order(item: Path) -> str:
+        return item.relative_to(folder).as_posix()
+
+    return Walk(sorted(files, key=order), sorted(links, key=lambda link: order(link[0])))
+
+
+def links_finding(folder: Path, links: Sequence[tuple[Path, str]]) -> Finding | None:
+    """One REVIEW finding naming the links a folder walk did not follow, or None."""
+    if not links:
+        return None
+    named = [f"{p.relative_to(folder).as_posix()} ({why})" for p, why in links]
+    excerpt = "; ".join(named[:20]) + (f" and {len(named) - 20} more" if len(named) > 20 else "")
+    return review(
+        "skipped-links",
+        f"skipped {len(links)} symbolic link(s) in {folder.name or folder.as_posix()} that "
+        "point outside it, to nothing, or to a folder; copy the files in, or pass "
+        "--follow-links to read links wherever they point",
+        folder,
+        excerpt=excerpt,
+    )
 
 
 def skipped_finding(folder: Path, skipped: Iterable[Path]) -> Finding | None:

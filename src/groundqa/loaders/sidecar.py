@@ -14,7 +14,8 @@ columns) wins over them; a sidecar wins over everything, because it names one
 file. Only folders inside the loaded folder are read: a `_meta.yaml` above it
 belongs to someone else. A sidecar that is not valid YAML, or not a mapping, is
 a BLOCK finding: metadata decides which rules apply, so a broken one must not
-be ignored quietly.
+be ignored quietly. A metadata file that is a symbolic link out of the loaded
+folder is not read at all (a REVIEW finding names it), as a document would not be.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from groundqa.loaders._common import block
+from groundqa.loaders._common import block, link_problem
 from groundqa.loaders.markdown import YamlProblem, read_yaml
 from groundqa.models import Document, Finding
 
@@ -41,8 +42,10 @@ def is_metadata_file(path: Path) -> bool:
 class _Reader:
     """Reads each metadata file once and remembers what it found."""
 
-    def __init__(self) -> None:
+    def __init__(self, follow_links: bool) -> None:
+        self.follow_links = follow_links
         self.cache: dict[Path, dict[str, Any]] = {}
+        self.refused: set[Path] = set()
         self.findings: list[Finding] = []
 
     def read(self, path: Path) -> dict[str, Any]:
@@ -75,8 +78,26 @@ class _Reader:
         self.cache[path] = data
         return data
 
-    def first(self, candidates: Sequence[Path]) -> dict[str, Any]:
+    def first(self, candidates: Sequence[Path], boundary: Path) -> dict[str, Any]:
+        """The first of `candidates` that is a file, read; a link out of `boundary` (the
+        folder loaded) is not read but named."""
         for path in candidates:
+            problem = link_problem(path, boundary, self.follow_links)
+            if problem is not None:
+                if path not in self.refused:
+                    self.refused.add(path)
+                    self.findings.append(
+                        Finding(
+                            severity="REVIEW",
+                            check="skipped-links",
+                            message=f"{path.name} is a symbolic link that {problem}, so its "
+                            "metadata was not applied; copy the file in, or pass "
+                            "--follow-links to read it",
+                            # The link itself, not where it points.
+                            source=(path.parent.resolve() / path.name).as_posix(),
+                        )
+                    )
+                continue
             if path.is_file():
                 return self.read(path)
         return {}
@@ -97,22 +118,30 @@ def _folders(root: Path | None, file: Path) -> list[Path]:
 
 
 def with_metadata(
-    documents: Sequence[Document], roots: Mapping[str, Path | None]
+    documents: Sequence[Document],
+    roots: Mapping[str, Path | None],
+    *,
+    follow_links: bool = False,
 ) -> tuple[list[Document], list[Finding]]:
     """`documents` with folder defaults and sidecars merged into their metadata.
 
     `roots` maps each document's source to the folder it was loaded from (None for
-    a file named on its own, which reads its sidecar but no folder defaults).
+    a file named on its own, which reads its sidecar but no folder defaults). A
+    metadata file that is a link out of that folder (out of the file's own folder, for
+    a file named on its own) is not read, unless `follow_links`: it is named in a
+    REVIEW finding instead.
     """
-    reader = _Reader()
+    reader = _Reader(follow_links)
     out: list[Document] = []
     for doc in documents:
         file = Path(doc.source)
         root = roots.get(doc.source)
         merged: dict[str, Any] = {}
+        boundary = root if root is not None else file.parent
         for folder in _folders(root, file):
-            merged.update(reader.first([folder / name for name in FOLDER_FILES]))
+            merged.update(reader.first([folder / name for name in FOLDER_FILES], boundary))
         merged.update(doc.metadata)
-        merged.update(reader.first([Path(f"{file}{suffix}") for suffix in SIDECAR_SUFFIXES]))
+        sidecars = [Path(f"{file}{suffix}") for suffix in SIDECAR_SUFFIXES]
+        merged.update(reader.first(sidecars, boundary))
         out.append(doc if merged == doc.metadata else replace(doc, metadata=merged))
     return out, reader.findings
