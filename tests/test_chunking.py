@@ -1,11 +1,14 @@
-"""Chunking keeps sections whole when it can and never cuts inside a sentence."""
+"""Chunking keeps sections whole when it can and cuts inside a sentence only past the longest
+one it keeps whole, so no chunk grows without bound."""
 
 from __future__ import annotations
 
 from groundqa.chunking import (
+    LONGEST_SENTENCE,
     ChunkerSettings,
     check_boundaries,
     chunk_documents,
+    cut_at_spaces,
     size_summary,
     split_section,
 )
@@ -194,3 +197,30 @@ def test_sections_without_page_starts_keep_their_page_and_their_chunk_ids() -> N
     )
     assert [c.chunk_id for c in moved] == [c.chunk_id for c in chunks]
     assert [c.page for c in moved] != [c.page for c in chunks]
+
+
+def test_a_sentence_past_the_longest_is_cut_at_spaces_into_pieces_of_the_limit() -> None:
+    # A flattened table or a file made to hurt: no full stop in 30,000 characters.
+    text = "Intro sentence here.\n\n" + " ".join(f"cell{i}" for i in range(4000))
+    assert len(text) > LONGEST_SENTENCE
+    parts = split_section(text, ChunkerSettings(max_chars=1500, overlap_chars=0))
+    assert max(len(p) for p in parts) <= 1500
+    # Nothing is lost or cut inside a word: the pieces rejoin to the words in order.
+    words = " ".join(parts).split()
+    assert words == text.split()
+
+
+def test_a_run_without_spaces_is_cut_at_the_limit() -> None:
+    text = "x" * (LONGEST_SENTENCE * 3)
+    parts = split_section(text, ChunkerSettings(max_chars=2000, overlap_chars=0))
+    assert [len(p) for p in parts] == [2000] * 12
+    assert cut_at_spaces("  ab cd  ", 3) == ["ab", "cd"]
+    assert cut_at_spaces("abcdefg", 3) == ["abc", "def", "g"]
+
+
+def test_no_chunk_is_longer_than_the_limit_or_the_longest_sentence() -> None:
+    # One 2 MB Markdown section in three shapes: words, abbreviations, one long token.
+    for body in ("word " * 400_000, "Mr. Smith " * 200_000, "y" * 2_000_000):
+        chunks = chunk_documents([_doc(body)], ChunkerSettings())
+        assert max(len(c.text) for c in chunks) <= max(1500, LONGEST_SENTENCE)
+        assert len(chunks) > 1000

@@ -2,9 +2,13 @@
 
 A section longer than `max_chars` is split at paragraph boundaries first, then at
 sentence boundaries inside a paragraph that is itself too long, with a short
-overlap so a fact spanning the cut is found from either side. It never cuts
+overlap so a fact spanning the cut is found from either side. It does not cut
 inside a sentence: a single sentence longer than the limit stays whole (and
-`check_boundaries` lists it). Every part keeps the section id, the document
+`check_boundaries` lists it), up to `LONGEST_SENTENCE` characters. Past that it
+is no sentence a reader wrote but a table flattened without punctuation, a log,
+or a file made to hurt: it is cut at spaces (at characters where there are
+none) into pieces of the limit, so that no chunk, and so no answer or passage
+built from one, is ever longer than the larger of the two. Every part keeps the section id, the document
 title and the section path, so retrieval is scored and cited per section
 (whether the path is also indexed is `ChunkerSettings.section_path`). A part of
 a section that runs over pages (a PDF's) takes the page its own text starts on.
@@ -28,6 +32,11 @@ from groundqa.text import (
     split_paragraphs,
     split_sentences,
 )
+
+# The longest run of text kept whole for being one sentence. A chunk is never longer than
+# this or `max_chars`, whichever is larger; the longest real sentences (a long clause
+# with its sub-items) run to a few thousand characters.
+LONGEST_SENTENCE = 8000
 
 
 @dataclass(frozen=True)
@@ -71,15 +80,45 @@ class _Unit:
 
 
 def _units(text: str, max_chars: int) -> list[_Unit]:
-    """Paragraphs, with over-long paragraphs broken into their sentences."""
+    """Paragraphs, with over-long paragraphs broken into their sentences (and a sentence
+    past LONGEST_SENTENCE into pieces)."""
     units: list[_Unit] = []
     for para in split_paragraphs(text):
         if len(para) <= max_chars:
             units.append(_Unit(para, "\n\n", True))
             continue
         for i, sentence in enumerate(split_sentences(para)):
-            units.append(_Unit(sentence, "\n\n" if i == 0 else " ", i == 0))
+            pieces = (
+                cut_at_spaces(sentence, max_chars)
+                if len(sentence) > max(max_chars, LONGEST_SENTENCE)
+                else [sentence]
+            )
+            for j, piece in enumerate(pieces):
+                first = i == 0 and j == 0
+                units.append(_Unit(piece, "\n\n" if first else " ", first))
     return units
+
+
+def cut_at_spaces(text: str, limit: int) -> list[str]:
+    """`text` in pieces of at most `limit` characters, each cut at the last space before
+    the limit, or at the limit itself where a piece has no space; whitespace at a cut
+    is dropped."""
+    pieces: list[str] = []
+    start, end = 0, len(text)
+    while start < end:
+        while start < end and text[start].isspace():
+            start += 1
+        if end - start <= limit:
+            piece = text[start:end].rstrip()
+            if piece:
+                pieces.append(piece)
+            break
+        cut = max(text.rfind(space, start, start + limit + 1) for space in " \t\n")
+        if cut <= start:
+            cut = start + limit
+        pieces.append(text[start:cut].rstrip())
+        start = cut
+    return pieces
 
 
 def split_section(text: str, settings: ChunkerSettings) -> list[str]:
