@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -177,3 +180,47 @@ def test_a_history_turn_is_checked() -> None:
     # Empty turns are dropped; spacing is folded.
     query = Query("and then?", history=[{"role": "user", "content": "  "}, Turn("user", "a\n b")])
     assert query.history == (Turn("user", "a b"),)
+
+
+def test_bytes_that_are_not_text_are_repaired_not_an_error() -> None:
+    # What Python makes of `ask $'fire \xff danger'`: the byte as half a surrogate pair.
+    typed = os.fsdecode(b"fire \xff danger")
+    assert Query(typed).question == "fire \ufffd danger"
+    # A JSON escape can send half a pair too; a history turn is repaired the same way.
+    query = Query("fire \ud800 danger", history=[Turn("user", "about \udcff fires")])
+    assert query.question == "fire \ufffd danger"
+    assert query.history[0].content == "about \ufffd fires"
+    # A UTF-8 character split into escaped bytes comes back whole.
+    assert Query(os.fsdecode("café hours".encode())).question == "café hours"
+    query.question.encode("utf-8")  # what the tokenizer and the cache key need
+
+
+def test_a_question_with_a_broken_byte_is_answered_at_the_command_line(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from groundqa.ingestion import ingest
+    from tests.conftest import REGPACK
+
+    index = tmp_path_factory.mktemp("q") / "idx"
+    ingest([REGPACK], index)
+    exe = [sys.executable, "-m", "groundqa.cli"]
+    env = {**os.environ, "COLUMNS": "200"}
+    ask = subprocess.run(
+        [*exe, "ask", os.fsdecode(b"fire \xff danger"), "--index", str(index), "--json"],
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert ask.returncode == 0, ask.stderr.decode()
+    assert json.loads(ask.stdout)["question"] == "fire \ufffd danger"
+    # In chat the same line must not end the session: the next question is answered too.
+    chat = subprocess.run(
+        [*exe, "chat", "--index", str(index)],
+        input=b"fire \xff danger\nHow often are general waste bins collected?\n",
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    assert chat.returncode == 0, chat.stderr.decode()
+    assert b"Traceback" not in chat.stderr
+    assert b"fortnight" in chat.stdout or b"week" in chat.stdout, chat.stdout.decode()

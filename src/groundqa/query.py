@@ -22,6 +22,7 @@ from typing import Any
 from groundqa.errors import UsageError
 from groundqa.intent import GenerationSettings, preset_for
 from groundqa.providers import GeneratorOptions
+from groundqa.text import well_formed
 
 MAX_K = 100
 MAX_QUESTION_CHARS = 2000
@@ -41,7 +42,9 @@ Scope = Mapping[str, FacetValue]
 
 
 def check_question(question: str) -> str:
-    q = question.strip()
+    """The question stripped, and repaired where it holds bytes that are not text (see
+    `text.well_formed`); UsageError when it is empty or too long."""
+    q = well_formed(question).strip()
     if not q:
         raise UsageError('the question is empty; ask something, e.g. groundqa ask "What is ...?"')
     if len(q) > MAX_QUESTION_CHARS:
@@ -84,7 +87,8 @@ class Turn:
     def __post_init__(self) -> None:
         if self.role not in ROLES:
             raise UsageError(f"a turn's role must be user or assistant, got {self.role!r}")
-        object.__setattr__(self, "content", " ".join(str(self.content).split())[:MAX_TURN_CHARS])
+        content = " ".join(well_formed(str(self.content)).split())[:MAX_TURN_CHARS]
+        object.__setattr__(self, "content", content)
 
     @classmethod
     def of(cls, turn: Turn | Mapping[str, Any]) -> Turn:

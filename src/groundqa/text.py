@@ -115,9 +115,32 @@ _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 SENTENCE_END = re.compile(r"[.!?:;][\"'”’)\]]*\s*$")
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def well_formed(text: str) -> str:
+    """`text` with every half of a surrogate pair (which no UTF-8 text can hold) replaced.
+
+    Python writes the bytes of a command-line argument that are not UTF-8 as such
+    halves (`ask $'fire \\xff danger'`), and a JSON escape can write one too. Those
+    bytes are decoded again, so that a valid character split by the escape comes back,
+    and what is still not text becomes U+FFFD, as any other broken character would.
+    """
+    if not _LONE_SURROGATE.search(text):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a half that is no escaped byte (a JSON "\\ud800")
+        return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def split_paragraphs(text: str) -> list[str]:
     """Blocks separated by blank lines, stripped, empty ones dropped."""
     return [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+
+
+# Characters before a full stop searched for the word it ends.
+_WORD_WINDOW = 200
 
 
 def _ends_with_abbreviation(before: str) -> bool:
@@ -145,7 +168,10 @@ def split_sentences(text: str) -> list[str]:
             end = m.end()
             if not _NEXT_STARTS_SENTENCE.match(block, end):
                 continue
-            if block[m.start()] == "." and _ends_with_abbreviation(block[start : m.start()]):
+            # Only the word before the stop matters: a window, not the whole sentence so
+            # far, or a long run of abbreviations costs time quadratic in its length.
+            before = block[max(start, m.start() - _WORD_WINDOW) : m.start()]
+            if block[m.start()] == "." and _ends_with_abbreviation(before):
                 continue
             piece = block[start:end].strip()
             if piece:
