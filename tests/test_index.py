@@ -17,6 +17,7 @@ from groundqa.errors import (
     IndexLockedError,
     IndexMissingError,
     IndexVersionError,
+    IndexWriteError,
     UsageError,
 )
 from groundqa.index import manifest as manifest_module
@@ -292,3 +293,102 @@ def test_each_store_package_exports_its_reader_and_writer(package: str, names: s
     module = importlib.import_module(package)
     assert sorted(module.__all__) == sorted(names.split())
     assert all(hasattr(module, name) for name in names.split())
+
+
+# ---------------------------------------------------------------- the system refuses a write
+
+GROUNDQA = [sys.executable, "-m", "groundqa.cli"]
+
+
+def _in_own_mounts(script: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run `script` (sh) as root of a private user and mount namespace, where it may mount
+    a small tmpfs without touching the machine's own mounts; skip where that is not allowed."""
+    probe = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=1m tmpfs {tmp_path}"],
+        capture_output=True,
+        text=True,
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs in a private namespace here: {probe.stderr.strip()}")
+    env = {**os.environ, "COLUMNS": "200", "GQ": " ".join(GROUNDQA)}
+    return subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def _one_line(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.startswith("error: ")]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+def test_a_full_disk_is_one_line_and_the_previous_build_still_answers(tmp_path: Path) -> None:
+    from tests.conftest import REGPACK
+
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    # A 4 MiB disk: the first build (BM25 only) fits; a filler then leaves too little for a
+    # second, forced build, which fails partway through writing its files.
+    script = f"""
+    set -u
+    mount -t tmpfs -o size=4m tmpfs {disk}
+    $GQ ingest {REGPACK} --index {disk}/idx --no-dense >/dev/null || exit 90
+    dd if=/dev/zero of={disk}/filler bs=64k 2>/dev/null
+    $GQ ingest {REGPACK} --index {disk}/idx --no-dense --force
+    echo "exit=$?"
+    $GQ ask "How often are general waste bins collected?" --index {disk}/idx --json
+    """
+    proc = _in_own_mounts(script, disk)
+    assert proc.returncode == 0, proc.stderr
+    line = _one_line(proc.stderr)
+    assert "disk is full" in line and "unchanged" in line, line
+    assert "exit=1" in proc.stdout
+    answer = json.loads(proc.stdout.split("exit=1", 1)[1])
+    assert answer["refused"] is False and answer["citations"]
+
+
+def test_a_read_only_filesystem_is_one_line(tmp_path: Path) -> None:
+    disk = tmp_path / "ro"
+    disk.mkdir()
+    from tests.conftest import REGPACK
+
+    script = f"""
+    mount -t tmpfs -o size=1m,ro tmpfs {disk}
+    $GQ ingest {REGPACK} --index {disk}/idx --no-dense
+    echo "exit=$?"
+    """
+    proc = _in_own_mounts(script, disk)
+    assert "exit=1" in proc.stdout, proc.stderr
+    assert "read-only filesystem" in _one_line(proc.stderr)
+
+
+def test_an_index_under_proc_is_one_line() -> None:
+    from tests.conftest import REGPACK
+
+    proc = subprocess.run(
+        [*GROUNDQA, "ingest", str(REGPACK), "--index", "/proc/groundqa-index", "--no-dense"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.returncode == 1
+    line = _one_line(proc.stderr)
+    assert "cannot write the index at /proc/groundqa-index" in line, line
+
+
+def test_an_os_error_writing_a_build_keeps_the_previous_one(tmp_path: Path) -> None:
+    first = _build(tmp_path / "idx")
+
+    def refused(tmp: Path) -> Manifest:
+        (tmp / "half-written").write_text("x")
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(IndexWriteError, match="disk is full"), build_lock(tmp_path / "idx"):
+        write_build(tmp_path / "idx", refused)
+    assert load_index(tmp_path / "idx").manifest.build_id == first.build_id
+    assert not list((tmp_path / "idx" / "builds").glob(".tmp-*"))

@@ -27,6 +27,7 @@ EXPECTED = {
     "IndexLockedError",
     "IndexMissingError",
     "IndexVersionError",
+    "IndexWriteError",
     "IngestReport",
     "Interrupted",
     "LoadError",

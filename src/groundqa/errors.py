@@ -11,6 +11,8 @@
     │   ├── IndexCorruptError     manifest missing, incomplete or not matching the files
     │   ├── IndexVersionError     built by an incompatible groundqa version
     │   ├── IndexLockedError      another build holds the index
+    │   ├── IndexWriteError       the index cannot be written there: disk full, read-only,
+    │   │                         no permission, not an ordinary folder
     │   └── StoreUnavailableError the database behind a store cannot be reached or lacks
     │                             what the store needs
     ├── ProbeError                a probe file or BEIR folder is malformed, or names no
@@ -104,6 +106,12 @@ class IndexVersionError(IndexError_):
 
 class IndexLockedError(IndexError_):
     kind = "index_locked"
+
+
+class IndexWriteError(IndexError_):
+    """The system refused to write the index where it was asked (an OSError, explained)."""
+
+    kind = "index_write"
 
 
 class StoreUnavailableError(IndexError_):

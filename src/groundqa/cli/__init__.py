@@ -46,11 +46,21 @@ class GroundqaGroup(click.Group):
             self._fail(exc)
         except KeyboardInterrupt:
             self._fail(Interrupted("interrupted"))
+        except OSError as exc:
+            # The system refused something the library did not expect to fail (a full
+            # disk, a vanished file): still one line, never a traceback.
+            self._fail(GroundqaError(_os_problem(exc)))
 
     @staticmethod
     def _fail(exc: GroundqaError) -> None:
         err.print(f"[bold red]error:[/] {escape(exc.message)}")
         sys.exit(exc.exit_code)
+
+
+def _os_problem(exc: OSError) -> str:
+    where = f" ({exc.filename})" if exc.filename else ""
+    reason = exc.strerror or str(exc) or exc.__class__.__name__
+    return f"{reason}{where}; check the disk, the path and its permissions, then run it again"
 
 
 @click.group(cls=GroundqaGroup, context_settings={"help_option_names": ["-h", "--help"]})

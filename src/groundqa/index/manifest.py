@@ -44,6 +44,7 @@ from groundqa.errors import (
     IndexLockedError,
     IndexMissingError,
     IndexVersionError,
+    IndexWriteError,
     UsageError,
 )
 
@@ -228,6 +229,38 @@ def _sealed(file: Path, meta: dict[str, Any]) -> bool:
     return bool(_sha256(file) == meta["sha256"])
 
 
+# What to do when the system refuses a write, by errno; anything else gets its own words.
+_WRITE_ADVICE = {
+    errno.ENOSPC: "the disk is full: free some space, or choose an --index on another disk",
+    errno.EDQUOT: "the disk quota is used up: free some space, or choose another --index",
+    errno.EROFS: "it is on a read-only filesystem: choose a writable folder for --index",
+    errno.EACCES: "permission denied: choose a folder you can write for --index",
+    errno.EPERM: "permission denied: choose a folder you can write for --index",
+    errno.EFBIG: "a file grew past the size the system allows (ulimit -f)",
+}
+
+
+def write_error(exc: OSError, index_dir: Path) -> IndexWriteError:
+    """An OSError met writing `index_dir`, as one line that says what to do; the caller
+    has left the previous build as it was."""
+    advice = _WRITE_ADVICE.get(exc.errno or 0)
+    if advice is None:
+        reason = exc.strerror or exc.__class__.__name__
+        advice = f"{reason}: choose an ordinary, writable folder for --index"
+    return IndexWriteError(
+        f"cannot write the index at {index_dir}; {advice} (the previous build, if any, is unchanged)"
+    )
+
+
+@contextlib.contextmanager
+def _writing(index_dir: Path) -> Iterator[None]:
+    """OSErrors inside become IndexWriteError naming `index_dir`."""
+    try:
+        yield
+    except OSError as exc:
+        raise write_error(exc, index_dir) from None
+
+
 @contextlib.contextmanager
 def build_lock(index_dir: Path) -> Iterator[None]:
     """Exclusive lock for writers; a second ingest fails at once instead of interleaving.
@@ -241,8 +274,10 @@ def build_lock(index_dir: Path) -> Iterator[None]:
         )
     if index_dir.exists() and not index_dir.is_dir():
         raise UsageError(f"{index_dir} is a file; --index needs a folder")
-    index_dir.mkdir(parents=True, exist_ok=True)
-    with (index_dir / LOCK).open("a+") as handle:
+    with _writing(index_dir):
+        index_dir.mkdir(parents=True, exist_ok=True)
+        handle = (index_dir / LOCK).open("a+")
+    with handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -273,6 +308,13 @@ def write_build(
     The caller must hold `build_lock(index_dir)`. Any exception, including
     KeyboardInterrupt, removes the partial build and leaves `current` as it was.
     """
+    with _writing(index_dir):
+        return _write_build(index_dir, write, keep_previous=keep_previous)
+
+
+def _write_build(
+    index_dir: Path, write: Callable[[Path], Manifest], *, keep_previous: bool
+) -> Manifest:
     builds = index_dir / BUILDS
     builds.mkdir(parents=True, exist_ok=True)
     for stale in builds.glob(".tmp-*"):
@@ -329,16 +371,17 @@ def update_gate(index_dir: Path, gate: dict[str, Any], fingerprint: str | None =
             )
         updated = Manifest.from_dict({**manifest.to_dict(), "gate": gate})
         tmp = build / f".{MANIFEST}-{uuid.uuid4().hex[:8]}"
-        try:
-            with tmp.open("w", encoding="utf-8") as f:
-                json.dump(updated.to_dict(), f, ensure_ascii=False, indent=1, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, build / MANIFEST)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        _fsync_dir(build)
+        with _writing(index_dir):
+            try:
+                with tmp.open("w", encoding="utf-8") as f:
+                    json.dump(updated.to_dict(), f, ensure_ascii=False, indent=1, sort_keys=True)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, build / MANIFEST)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            _fsync_dir(build)
     return updated
 
 
