@@ -409,3 +409,27 @@ def test_validate_skips_links_out_of_the_corpus_unless_told(tmp_path: Path) -> N
     followed = run("validate", corpus, "--json", "--follow-links")
     assert "Traceback" not in followed.stderr and OUTSIDE_SECRET in followed.stdout
     assert json.loads(followed.stdout)["documents"] == 6
+
+
+def test_control_characters_in_corpus_names_print_as_escapes(tmp_path: Path) -> None:
+    # A file name and a heading that would recolour the terminal and retitle its window.
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "guide\x1b[31mred\x1b]0;owned\x07.md").write_text(
+        "# Guide \x1b[2J\n\n## Hours\n\nThe ferry runs hourly from 7am to 9pm every day.\n",
+        encoding="utf-8",
+    )
+    (corpus / "notes\x1b[5m.xyz").write_text("not loaded", encoding="utf-8")
+    index = tmp_path / "idx"
+    runs = [
+        run("validate", corpus),
+        run("ingest", corpus, "--index", index, "--no-dense", "--force"),
+        run("inspect", "--index", index, "--sections"),
+        run("ask", "When does the ferry run?", "--index", index),
+    ]
+    for proc in runs:
+        assert proc.returncode == 0, proc.stderr
+        assert "\x1b" not in proc.stdout + proc.stderr and "\x07" not in proc.stdout
+    shown = "".join(p.stdout + p.stderr for p in runs)
+    assert "notes\\x1b[5m.xyz" in shown  # the skipped file, named as it is spelt
+    assert "guide\\x1b[31mred" in shown

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -21,8 +22,29 @@ from groundqa.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# Characters a terminal acts on rather than shows: C0 and C1 controls (ESC starts colour,
+# cursor and title sequences) other than tab and newline, and the bidirectional overrides
+# that make a name read other than it is spelt.
+_ACTING = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with every character a terminal would act on written as its escape (`\\x1b`),
+    so that a file name, a title or an answer from the corpus prints as what it is."""
+    return _ACTING.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+class SafeConsole(Console):
+    """A rich Console that shows control characters in what it prints instead of sending
+    them: corpus text reaches the terminal in file names, titles, findings and answers,
+    and the corpus is not trusted to drive the terminal."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(visible(o) if isinstance(o, str) else o for o in objects), **kwargs)
+
+
+out = SafeConsole(highlight=False, soft_wrap=True)
+err = SafeConsole(stderr=True, highlight=False, soft_wrap=True)
 
 
 def emit_json(data: Any) -> None:
@@ -78,7 +100,7 @@ class RichReporter:
     def stage(self, name: str, total: int | None = None) -> None:
         if self._task is not None:
             self.progress_bars.update(self._task, completed=self.progress_bars.tasks[-1].total or 1)
-        self._task = self.progress_bars.add_task(name, total=total)
+        self._task = self.progress_bars.add_task(visible(name), total=total)
 
     def advance(self, n: int = 1) -> None:
         if self._task is not None:
