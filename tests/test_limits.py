@@ -5,14 +5,19 @@ it. A slow generation is a real `openai:` generator talking to a local model
 server that holds its reply until the test lets it go: it sends its headers at
 once and then whitespace (or SSE comments) every 0.2 s, so the generator's own
 read timeout never fires and only the server's limits can end the request.
+A slow client is a raw socket that sends a request's head or body a little at a
+time; clients of other addresses connect from 127.0.0.2 and 127.0.0.3 (all of
+127/8 is this machine), so per-address limits are tested with real addresses.
 Timing bounds are generous: the tests check what happens, not how fast.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -36,6 +41,7 @@ import httpx
 from groundqa.errors import UsageError
 from groundqa.ingestion import ingest
 from groundqa.serve import DEFAULT_RATE_LIMIT, RATE_BURST, RateLimiter, default_rate_limit
+from groundqa.serve.settings import DEFAULT_CLIENT_CONNECTIONS, default_client_connections
 from tests.conftest import REGPACK
 from tests.fakes import FakeServer, Out, Reply, Seen
 from tests.test_api import NEER, SERVE, _events, _free_port, _wait_for_health
@@ -43,6 +49,8 @@ from tests.test_api import NEER, SERVE, _events, _free_port, _wait_for_health
 ANSWER = "Failing to lodge a NEER report by the due date attracts a civil penalty. [1]"
 CLAIM = "attracts a civil penalty"
 SLOW = {"question": NEER, "generator": "openai:m"}
+# The server must be told that requests may ask for that generator.
+MODEL = ("--allow-generator", "openai:m")
 
 
 @pytest.fixture(scope="module")
@@ -196,6 +204,12 @@ def test_the_default_rate_limit_is_off_on_a_loopback_host_only() -> None:
         assert default_rate_limit(host) == DEFAULT_RATE_LIMIT, host
 
 
+def test_the_default_connection_limit_is_off_on_a_loopback_host_only() -> None:
+    # Every client of a loopback server has the same address: a cap there caps the server.
+    assert default_client_connections("127.0.0.1") == 0 == default_client_connections("::1")
+    assert default_client_connections("0.0.0.0") == DEFAULT_CLIENT_CONNECTIONS
+
+
 def test_a_client_over_its_rate_gets_429_and_cannot_dodge_it(index: Path, tmp_path: Path) -> None:
     with groundqa_serve(index, tmp_path, "--rate-limit", "3") as (base, _):
         assert limits(base)["rate_limit_per_minute"] == 3
@@ -247,7 +261,7 @@ def test_a_full_server_answers_503_at_once_and_serves_its_queue(
     index: Path, tmp_path: Path, held_model: tuple[FakeServer, threading.Event]
 ) -> None:
     model, release = held_model
-    args = ("--generator-url", f"{model.url}/v1", "--max-inflight", "1", "--queue", "1")
+    args = (*MODEL, "--generator-url", f"{model.url}/v1", "--max-inflight", "1", "--queue", "1")
     with groundqa_serve(index, tmp_path, *args) as (base, _):
         first, first_result = in_background(slow_query(base))
         wait_until(lambda: len(model.seen) == 1, "the first request is generating")
@@ -279,7 +293,7 @@ def test_a_slow_generation_does_not_hold_up_other_requests(
     index: Path, tmp_path: Path, held_model: tuple[FakeServer, threading.Event]
 ) -> None:
     model, release = held_model
-    with groundqa_serve(index, tmp_path, "--generator-url", f"{model.url}/v1") as (base, _):
+    with groundqa_serve(index, tmp_path, *MODEL, "--generator-url", f"{model.url}/v1") as (base, _):
         slow, slow_result = in_background(slow_query(base))
         wait_until(lambda: len(model.seen) == 1, "the slow request is generating")
         with httpx.Client(base_url=base, timeout=30) as client:
@@ -299,7 +313,15 @@ def test_a_request_past_its_timeout_gets_504(
     index: Path, tmp_path: Path, held_model: tuple[FakeServer, threading.Event]
 ) -> None:
     model, release = held_model
-    args = ("--generator-url", f"{model.url}/v1", "--request-timeout", "1.5", "--max-inflight", "2")
+    args = (
+        *MODEL,
+        "--generator-url",
+        f"{model.url}/v1",
+        "--request-timeout",
+        "1.5",
+        "--max-inflight",
+        "2",
+    )
     with groundqa_serve(index, tmp_path, *args) as (base, _):
         assert limits(base)["request_timeout_s"] == 1.5
         started = time.monotonic()
@@ -354,7 +376,7 @@ def test_a_stopped_server_finishes_requests_in_progress(
     workers: int,
 ) -> None:
     model, release = held_model
-    args = ("--generator-url", f"{model.url}/v1", "--workers", str(workers))
+    args = (*MODEL, "--generator-url", f"{model.url}/v1", "--workers", str(workers))
     with groundqa_serve(index, tmp_path, *args) as (base, proc):
         slow, slow_result = in_background(slow_query(base))
         wait_until(lambda: len(model.seen) == 1, "the slow request is generating")
@@ -390,6 +412,12 @@ def test_serve_settings_refuse_bad_limits() -> None:
         {"request_timeout_s": 0},
         {"shutdown_timeout_s": -1},
         {"request_timeout_s": 5, "generator_options": GeneratorOptions(timeout_s=6)},
+        {"header_timeout_s": 0},
+        {"body_timeout_s": -1},
+        {"client_connections": -1},
+        {"cache_mb": 0},
+        {"allowed_generators": (" ",)},
+        {"allowed_hosts": ("",)},
     ]
     for fields in bad:
         with pytest.raises(UsageError) as raised:
@@ -437,3 +465,236 @@ def test_the_server_caps_malloc_arenas_unless_told_otherwise() -> None:
     )
     assert capped.stdout.strip() == "True"  # glibc here: the cap is set
     assert told.stdout.strip() == "False"  # the operator's own setting stands
+
+
+# ---------------------------------------------------------------- slow clients
+
+
+def _port(base: str) -> int:
+    return int(base.rsplit(":", 1)[1])
+
+
+def connect(base: str, source: str = "127.0.0.1") -> socket.socket:
+    """A raw connection to the server from the address `source` (any of 127/8)."""
+    sock = socket.create_connection(
+        ("127.0.0.1", _port(base)), timeout=30, source_address=(source, 0)
+    )
+    return sock
+
+
+def post_head(base: str, path: str = "/query", length: int = 1000) -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{_port(base)}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+@contextmanager
+def slow_bodies(
+    base: str, count: int, source: str = "127.0.0.1", every_s: float = 0.5
+) -> Iterator[list[socket.socket]]:
+    """`count` connections that each send a /query head promising a 1,000-byte body, then
+    one byte of it every `every_s` seconds: none of them ever finishes."""
+    socks = [connect(base, source) for _ in range(count)]
+    for sock in socks:
+        sock.sendall(post_head(base) + b'{"question": "')
+    stop = threading.Event()
+
+    def trickle() -> None:
+        while not stop.wait(every_s):
+            for sock in socks:
+                with contextlib.suppress(OSError):  # the server has closed it
+                    sock.send(b"x")
+
+    thread = threading.Thread(target=trickle, daemon=True)
+    thread.start()
+    try:
+        yield socks
+    finally:
+        stop.set()
+        thread.join(5)
+        for sock in socks:
+            sock.close()
+
+
+def read_response(sock: socket.socket, seconds: float = 30) -> tuple[int, dict[str, Any], bool]:
+    """The status and JSON body of the response on `sock`, and whether the server then
+    closed the connection."""
+    sock.settimeout(seconds)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        part = sock.recv(65536)
+        assert part, f"the connection closed before a response: {data!r}"
+        data += part
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {
+        k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])
+    }
+    while len(body) < int(headers["content-length"]):
+        part = sock.recv(65536)
+        assert part, "the connection closed in the middle of the body"
+        body += part
+    try:
+        closed = sock.recv(1) == b""
+    except (ConnectionResetError, TimeoutError):
+        closed = False
+    return int(lines[0].split()[1]), json.loads(body), closed
+
+
+def closed_within(sock: socket.socket, seconds: float) -> float | None:
+    """Seconds until the server closed `sock` (reading and dropping anything it sent), or
+    None if it was still open after `seconds`."""
+    started = time.monotonic()
+    sock.settimeout(seconds)
+    try:
+        while sock.recv(65536):
+            pass
+    except TimeoutError:
+        return None
+    except ConnectionResetError:
+        pass
+    return time.monotonic() - started
+
+
+def test_slow_bodies_hold_no_slot_and_a_normal_client_is_still_served(
+    index: Path, tmp_path: Path
+) -> None:
+    """Fifty connections sending a byte every half second used to take every slot and the
+    whole queue (the slot was taken before the body was read), so everyone got 503."""
+    with (
+        groundqa_serve(index, tmp_path, "--body-timeout", "3") as (base, _),
+        slow_bodies(base, 50) as slow,
+    ):
+        time.sleep(1)  # every head is in: each slow request is reading its body
+        answered = httpx.post(f"{base}/query", json={"question": NEER}, timeout=30)
+        assert answered.status_code == 200 and answered.json()["citations"]
+        assert load(base) == (0, 0)  # the slow ones hold connections, not slots
+        # Past --body-timeout each gets 408 in the one error shape, and is closed.
+        for sock in slow[:5]:
+            status, body, closed = read_response(sock)
+            assert status == 408 and closed
+            assert body["error"]["code"] == "body_timeout" and body["error"]["status"] == 408
+            assert "did not arrive within 3 s" in body["error"]["message"]
+
+
+def test_with_a_rate_limit_one_address_s_slow_bodies_do_not_hold_up_another(
+    index: Path, tmp_path: Path
+) -> None:
+    """With --rate-limit, slow bodies from one address (each within its rate) used to take
+    the slots another address's requests needed; those timed out."""
+    args = ("--rate-limit", "600", "--max-inflight", "1", "--queue", "0")
+    with (
+        groundqa_serve(index, tmp_path, *args) as (base, _),
+        slow_bodies(base, RATE_BURST, source="127.0.0.2"),
+    ):
+        time.sleep(1)
+        transport = httpx.HTTPTransport(local_address="127.0.0.3")
+        with httpx.Client(transport=transport, timeout=30) as other:
+            answered = other.post(f"{base}/query", json={"question": NEER})
+        assert answered.status_code == 200 and answered.json()["citations"]
+
+
+def test_a_slow_or_silent_head_is_closed(index: Path, tmp_path: Path) -> None:
+    """uvicorn waits for a request's head for ever; --header-timeout bounds it, from when the
+    connection opens and again from the end of each response."""
+    with groundqa_serve(index, tmp_path, "--header-timeout", "1") as (base, _):
+        silent = connect(base)
+        slow = connect(base)
+        slow.sendall(b"GET /health HTTP/1.1\r\n")
+        stop = threading.Event()
+
+        def one_header_a_while() -> None:
+            while not stop.wait(0.3):
+                try:
+                    slow.sendall(b"X-Padding: 1\r\n")
+                except OSError:
+                    return
+
+        threading.Thread(target=one_header_a_while, daemon=True).start()
+        try:
+            for sock in (silent, slow):
+                took = closed_within(sock, 15)
+                assert took is not None and took < 10, "the connection was held"
+        finally:
+            stop.set()
+            silent.close()
+            slow.close()
+        # A kept-alive connection gets the same time for its next head, and no more.
+        kept = connect(base)
+        kept.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{_port(base)}\r\n\r\n".encode())
+        kept.settimeout(30)
+        assert kept.recv(12) == b"HTTP/1.1 200"
+        kept.sendall(b"GET /health HTTP/1.1\r\n")  # and then nothing more
+        took = closed_within(kept, 15)
+        kept.close()
+        assert took is not None and took < 10
+        assert httpx.get(f"{base}/health", timeout=30).status_code == 200
+
+
+def test_one_address_holds_at_most_its_connections(index: Path, tmp_path: Path) -> None:
+    with groundqa_serve(index, tmp_path, "--client-connections", "3") as (base, _):
+        assert limits(base)["client_connections"] == 3
+        held = [connect(base, "127.0.0.2") for _ in range(3)]
+        for sock in held:
+            sock.sendall(b"GET /health HTTP/1.1\r\n")  # a head that is not finished yet
+        try:
+            time.sleep(0.5)
+            extra = connect(base, "127.0.0.2")
+            extra.sendall(f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{_port(base)}\r\n\r\n".encode())
+            status, body, closed = read_response(extra)
+            extra.close()
+            assert status == 429 and closed
+            error = body["error"]
+            assert error["code"] == "too_many_connections" and "3 at once" in error["message"]
+            # Another address is not held up by this one.
+            transport = httpx.HTTPTransport(local_address="127.0.0.3")
+            with httpx.Client(transport=transport, timeout=30) as other:
+                assert other.post(f"{base}/query", json={"question": NEER}).status_code == 200
+        finally:
+            for sock in held:
+                sock.close()
+        # Closed connections count no more.
+        transport = httpx.HTTPTransport(local_address="127.0.0.2")
+        with httpx.Client(transport=transport, timeout=30) as again:
+            wait_until(
+                lambda: again.get(f"{base}/health").status_code == 200, "the address is let in"
+            )
+
+
+# ---------------------------------------------------------------- the Host
+
+
+def test_a_host_name_the_server_does_not_answer_to_gets_421(index: Path, tmp_path: Path) -> None:
+    """DNS rebinding: a page on attacker.example, its name pointed at 127.0.0.1, would read the
+    API through the visitor's browser; that request comes with `Host: attacker.example`."""
+    with groundqa_serve(index, tmp_path, "--allowed-host", "qa.example.org") as (base, _):
+        port = _port(base)
+        for path in ("/health", "/", "/sources/nothing"):
+            refused = httpx.get(f"{base}{path}", headers={"Host": f"attacker.example:{port}"})
+            error = assert_error(refused, 421, "misdirected")
+            assert "'attacker.example'" in error["message"] and "--allowed-host" in error["message"]
+        refused = httpx.post(
+            f"{base}/query", json={"question": NEER}, headers={"Host": "attacker.example"}
+        )
+        assert_error(refused, 421, "misdirected")
+        for host in (f"127.0.0.1:{port}", f"localhost:{port}", "qa.example.org", "QA.Example.org"):
+            assert httpx.get(f"{base}/health", headers={"Host": host}).status_code == 200, host
+
+
+def test_on_every_address_the_host_is_an_address_it_arrived_at_or_a_listed_name(
+    index: Path, tmp_path: Path
+) -> None:
+    """Bound to 0.0.0.0 the server takes a Host that is the address the connection came in
+    on (and localhost names over loopback); any name must be listed."""
+    args = ("--host", "0.0.0.0", "--token", "t0ken", "--allowed-host", "qa.example.org")
+    with groundqa_serve(index, tmp_path, *args) as (base, _):
+        port = _port(base)
+        for host, status in (
+            (f"127.0.0.1:{port}", 200),
+            (f"localhost:{port}", 200),
+            ("qa.example.org", 200),
+            ("attacker.example", 421),
+        ):
+            response = httpx.get(f"{base}/health", headers={"Host": host}, timeout=30)
+            assert response.status_code == status, host

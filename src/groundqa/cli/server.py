@@ -43,11 +43,26 @@ from groundqa.errors import UsageError
     help="Seconds a cached answer is kept.",
 )
 @click.option(
+    "--cache-mb",
+    default=64,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Megabytes of answers the in-process cache keeps; the least recently used go first.",
+)
+@click.option(
     "--cors-origin",
     "cors_origins",
     multiple=True,
     metavar="ORIGIN",
     help="Let pages from ORIGIN call the API from a browser; repeat for more. Off by default.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="A host name clients reach the server by (the Host header), besides the address it "
+    "listens on and, on loopback, localhost; repeat for more, or * for any. Other names get 421.",
 )
 @click.option("--access-log", is_flag=True, help="Log every request line (never the token).")
 @click.option(
@@ -55,7 +70,16 @@ from groundqa.errors import UsageError
     default="extractive",
     show_default=True,
     help="The generator for requests that name none (a chat front-end cannot): extractive, "
-    "ollama:MODEL, openai:MODEL, anthropic:MODEL, bedrock:MODEL_ID or gguf:PATH.",
+    "ollama:MODEL, openai:MODEL, anthropic:MODEL, bedrock:MODEL_ID or gguf:PATH. A request "
+    "may name only this one and those of --allow-generator.",
+)
+@click.option(
+    "--allow-generator",
+    "allowed_generators",
+    multiple=True,
+    metavar="SPEC",
+    help="Another generator a request may name in `generator`; repeat for more. A request "
+    "naming any generator but these and --generator gets 400.",
 )
 @click.option(
     "--generator-url",
@@ -110,7 +134,32 @@ from groundqa.errors import UsageError
     type=click.FloatRange(min=1),
     default=60.0,
     show_default=True,
-    help="Seconds a request may take, its wait in the queue included; past that, 504.",
+    help="Seconds a request may take once its body is in, its wait in the queue included; "
+    "past that, 504.",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="Seconds a connection has to send a request's head, from when it opens or from the "
+    "end of its last response; past that it is closed.",
+)
+@click.option(
+    "--body-timeout",
+    type=click.FloatRange(min=0.1),
+    default=30.0,
+    show_default=True,
+    help="Seconds a request has to send its whole body once its head is in; past that, 408 "
+    "and the connection is closed. A request takes a slot only once its body is in.",
+)
+@click.option(
+    "--client-connections",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Connections one client address may hold open at once; past that, 429. 0 turns it "
+    "off. Default: off on a loopback --host, 32 otherwise.",
 )
 @click.option(
     "--shutdown-timeout",
@@ -135,9 +184,12 @@ def serve(
     token: str | None,
     cache_spec: str,
     cache_ttl: int,
+    cache_mb: int,
     cors_origins: tuple[str, ...],
+    allowed_hosts: tuple[str, ...],
     access_log: bool,
     generator: str,
+    allowed_generators: tuple[str, ...],
     generator_url: str | None,
     timeout: float | None,
     embedder_url: str | None,
@@ -146,6 +198,9 @@ def serve(
     max_inflight: int,
     queue_size: int,
     request_timeout: float,
+    header_timeout: float,
+    body_timeout: float,
+    client_connections: int | None,
     shutdown_timeout: int,
     workers: int,
 ) -> None:
@@ -155,7 +210,11 @@ def serve(
     engine = Engine.open(index_dir, embedder_options(embedder_url))
     try:
         from groundqa.serve.cache import redact
-        from groundqa.serve.settings import ServeSettings, default_rate_limit
+        from groundqa.serve.settings import (
+            ServeSettings,
+            default_client_connections,
+            default_rate_limit,
+        )
         from groundqa.serve.workers import listen, run_server
     except ModuleNotFoundError as exc:
         if (exc.name or "").partition(".")[0] not in {
@@ -172,19 +231,28 @@ def serve(
         token=token,
         cache=cache_spec,
         cache_ttl=cache_ttl,
+        cache_mb=cache_mb,
         cors_origins=cors_origins,
+        allowed_hosts=allowed_hosts,
         generator_options=generator_options(
             generator_url, request_timeout if timeout is None else timeout
         ),
         generator=generator,
+        allowed_generators=allowed_generators,
         rate_limit=default_rate_limit(host) if rate_limit is None else rate_limit,
         max_inflight=max_inflight,
         queue=queue_size,
         request_timeout_s=request_timeout,
+        header_timeout_s=header_timeout,
+        body_timeout_s=body_timeout,
+        client_connections=(
+            default_client_connections(host) if client_connections is None else client_connections
+        ),
         shutdown_timeout_s=shutdown_timeout,
     )
     # A wrong generator fails now, not at the first question.
-    engine.generator(settings.generator, settings.generator_options)
+    for spec in settings.generators:
+        engine.generator(spec, settings.generator_options)
     sock = listen(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host

@@ -44,6 +44,8 @@ from groundqa.serve.events import EventStreamResponse
 from groundqa.serve.limits import (
     PUBLIC_PATHS,
     THREAD_HEADROOM,
+    HostGuard,
+    RateLimit,
     RateLimiter,
     RequestGuard,
     ServiceLimits,
@@ -54,8 +56,10 @@ from groundqa.serve.requests import EvalRequest, QueryRequest, with_generator
 from groundqa.serve.settings import RATE_BURST, ServeSettings
 
 FACET_KEYS = ("jurisdiction", "state", "area", "category")
-# What any rate-limited, queued and timed route may answer besides its own errors.
-LIMITED = (429, 503, 504)
+MB = 1 << 20
+# What any rate-limited, queued and timed route may answer besides its own errors (408: a
+# body too slow; 421: a Host name this server does not answer to).
+LIMITED = (408, 421, 429, 503, 504)
 
 
 class LiveEngine:
@@ -135,7 +139,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
 
     add_error_handlers(app)
 
-    @app.get("/health", responses=error_responses(500, 504))
+    @app.get("/health", responses=error_responses(421, 500, 504))
     def health() -> dict[str, Any]:
         """What is loaded, and whether the cache answers. Never needs the token."""
         engine = live.get()
@@ -174,6 +178,9 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
                 "max_inflight": settings.max_inflight,
                 "queue": settings.queue,
                 "request_timeout_s": settings.request_timeout_s,
+                "header_timeout_s": settings.header_timeout_s,
+                "body_timeout_s": settings.body_timeout_s,
+                "client_connections": settings.client_connections or None,
                 "shutdown_timeout_s": settings.shutdown_timeout_s,
                 "in_flight": slots.busy,
                 "waiting": slots.waiting,
@@ -246,14 +253,18 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             route, static_route(content, media_type), methods=["GET"], include_in_schema=False
         )
 
+    # Each middleware added is outside the ones before it, so a request meets them from the
+    # last up: Host, rate, token and body, and only then a slot (see `limits`).
+    app.add_middleware(ServiceLimits, slots=slots, timeout_s=settings.request_timeout_s)
     app.add_middleware(
         RequestGuard,
         token=settings.token,
         max_body_bytes=settings.max_body_bytes,
         max_conversation_bytes=settings.max_conversation_bytes,
+        body_timeout_s=settings.body_timeout_s,
     )
-    # Outside the guard: a request over the limits is turned away before its body is read.
-    app.add_middleware(ServiceLimits, rate=rate, slots=slots, timeout_s=settings.request_timeout_s)
+    app.add_middleware(RateLimit, rate=rate)
+    app.add_middleware(HostGuard, allowed=settings.allowed_hosts)
     if settings.cors_origins:
         # Added last so it is outermost: preflights and error responses get CORS headers too.
         app.add_middleware(

@@ -58,7 +58,7 @@ MODEL = "groundqa"
 # The roles OpenAI defines; only user and assistant messages are read.
 Role = Literal["system", "developer", "user", "assistant", "tool", "function"]
 # What a chat route may answer besides 200 (502: the answer could not be generated).
-CHAT_ERRORS = (400, 401, 404, 413, 422, 429, 500, 502, 503, 504)
+CHAT_ERRORS = (400, 401, 404, 408, 413, 421, 422, 429, 500, 502, 503, 504)
 
 
 # ---------------------------------------------------------------- the request
@@ -341,7 +341,7 @@ def add_chat_routes(
 ) -> None:
     """Add /v1/models and /v1/chat/completions; `engine` gives the current Engine."""
 
-    @app.get("/v1/models", responses=error_responses(401, 500, 429, 503, 504))
+    @app.get("/v1/models", responses=error_responses(401, 408, 421, 429, 500, 503, 504))
     def models() -> dict[str, Any]:
         """OpenAI's model list: one model, `groundqa`, created when the index was built."""
         card = {"id": MODEL, "object": "model", "created": _created(engine()), "owned_by": MODEL}

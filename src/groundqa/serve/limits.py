@@ -1,14 +1,20 @@
 """What a server takes on, decided on the raw request before any route reads it.
 
-Two pure ASGI middlewares. `RequestGuard` refuses a request without the bearer
-token when one is set (compared in constant time, never logged), and a body
-over the size limit (by Content-Length before reading a byte, or as soon as a
-chunked body grows past it). `ServiceLimits`, outside it, decides how much one
-server process takes on: a request over its client's rate gets 429, one that
-finds every slot and the whole queue taken gets 503 at once, and one not
-finished in time gets 504 (see `ServiceLimits` for why its work still runs to
-the end). The page, the spec and /health are never rate limited, queued or
-guarded, so a busy server still says how it is.
+Pure ASGI middlewares, in the order a request meets them, cheapest first:
+
+    HostGuard       421 for a Host name this server does not answer to (DNS rebinding)
+    RateLimit       429 for a client over its rate
+    RequestGuard    401/403 without the token; 413 for a body over the size limit; 408
+                    for a body not in within its time; then the body is read whole
+    ServiceLimits   503 when every slot and the whole queue are taken; 504 for a request
+                    not finished in time (see `ServiceLimits` for why its work runs on)
+
+A slot is taken only once the body is in, so a client that sends its body slowly holds a
+connection, not a slot: fifty of them cannot shut out anyone else. How long a
+connection may take over its request's head, and how many one address may hold, are
+decided below ASGI, in the HTTP protocol (`exposure.http_protocol`). The page, the spec
+and /health are never rate limited, queued or guarded, so a busy server still says how
+it is; they are Host-checked like everything else.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Callable
 from fastapi.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from groundqa.exposure import host_allowed, misdirected
 from groundqa.serve.errors import RETRY_AFTER_S, error_body, error_response
 from groundqa.serve.events import sse
 from groundqa.serve.page import WEB_FILES
@@ -38,6 +45,46 @@ CONVERSATION_PATHS = frozenset({"/query", "/query/stream", "/v1/chat/completions
 THREAD_HEADROOM = 8
 
 
+# ---------------------------------------------------------------- the Host check
+
+
+class HostGuard:
+    """421 for a request whose Host this server does not answer to (`exposure.host_allowed`):
+    a page on a name the attacker owns, pointed at this server by DNS rebinding, must not
+    read it through the visitor's browser, whether or not the server has a token."""
+
+    def __init__(self, app: ASGIApp, *, allowed: tuple[str, ...] = ()) -> None:
+        self.app = app
+        self.allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        raw = dict(scope["headers"]).get(b"host")
+        host = raw.decode("latin-1") if raw is not None else None
+        local = scope.get("server")
+        if host_allowed(host, local[0] if local else None, self.allowed):
+            await self.app(scope, receive, send)
+            return
+        refused = error_response(
+            421, misdirected(host or "", self.allowed), headers={"Connection": "close"}
+        )
+        await refused(scope, receive, send)
+
+
+def too_many_connections(per_client: int) -> Response:
+    """The answer to a connection past `--client-connections` from its address (see
+    `exposure.http_protocol`); it is closed afterwards."""
+    return error_response(
+        429,
+        f"too many connections from this address: this server keeps {per_client} at once "
+        f"from each client; close some and retry after {RETRY_AFTER_S} s",
+        code="too_many_connections",
+        headers={"Retry-After": str(RETRY_AFTER_S), "Connection": "close"},
+    )
+
+
 # ---------------------------------------------------------------- the request guard
 
 
@@ -46,7 +93,9 @@ class RequestGuard:
 
     A pure ASGI middleware rather than a route dependency, because FastAPI parses
     the body before it runs dependencies: an unauthenticated or oversized request
-    must be turned away before its body is read or parsed at all.
+    must be turned away before its body is read or parsed at all. The whole body must
+    be in within `body_timeout_s` of the head: a client that sends it a byte at a time
+    gets 408 and its connection is closed.
     """
 
     def __init__(
@@ -56,11 +105,13 @@ class RequestGuard:
         token: str | None,
         max_body_bytes: int,
         max_conversation_bytes: int | None = None,
+        body_timeout_s: float = 30.0,
     ) -> None:
         self.app = app
         self._token = token.encode("utf-8") if token is not None else None
         self.max_body_bytes = max_body_bytes
         self.max_conversation_bytes = max_conversation_bytes or max_body_bytes
+        self.body_timeout_s = body_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -78,18 +129,43 @@ class RequestGuard:
         if refused is not None:
             await refused(scope, receive, send)
             return
-        body = b""
+        try:
+            async with asyncio.timeout(self.body_timeout_s):
+                body = await self._read(receive, limit)
+        except TimeoutError:
+            await self._too_slow()(scope, receive, send)
+            return
+        if body is None:
+            return  # the client left before sending its body; there is no one to answer
+        if isinstance(body, Response):
+            await body(scope, receive, send)
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _read(self, receive: Receive, limit: int) -> bytes | Response | None:
+        """The whole body; a 413 once it grows past `limit`; None if the client left."""
+        parts: list[bytes] = []
+        size = 0
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                return  # the client left before sending its body; there is no one to answer
-            body += message.get("body", b"")
-            if len(body) > limit:
-                await self._too_large(limit)(scope, receive, send)
-                return
+                return None
+            part = message.get("body", b"")
+            size += len(part)
+            if size > limit:
+                return self._too_large(limit)
+            parts.append(part)
             if not message.get("more_body", False):
-                break
-        await self.app(scope, _replay(body, receive), send)
+                return b"".join(parts)
+
+    def _too_slow(self) -> Response:
+        # Closed after the answer: the rest of the body may still be on its way.
+        return error_response(
+            408,
+            f"the request body did not arrive within {self.body_timeout_s:g} s; "
+            "send the whole body at once, and check the connection",
+            headers={"Connection": "close"},
+        )
 
     def _refuse(self, path: str, authorization: bytes | None) -> Response | None:
         if path in PUBLIC_PATHS:
@@ -237,23 +313,52 @@ class Slots:
         self.busy -= 1
 
 
-class ServiceLimits:
-    """How much one server process takes on: each client's rate, how many requests at
-    once and waiting, and how long each may take.
+class RateLimit:
+    """429 for a client over its rate: the first check a request meets after its Host, and
+    the cheapest, so a flood is turned away before its body is read or a slot is asked for.
 
-    A pure ASGI middleware outside the request guard, so a request turned away here
-    costs no body read, no parsing and no thread. Routes run in worker threads and
-    Python cannot stop a thread, so a request past its time gets its 504 (or a
-    started stream its `error` event and its end) while its work runs on with
-    nothing more sent, holding its slot until it ends: the slots bound the threads
-    really busy, and the generator's own timeout bounds how long that lasts.
+    The client is the connection's own address: X-Forwarded-For counts only from a proxy
+    the server was told to trust, which rewrites `client` before this runs.
     """
 
-    def __init__(
-        self, app: ASGIApp, *, rate: RateLimiter | None, slots: Slots, timeout_s: float
-    ) -> None:
+    def __init__(self, app: ASGIApp, *, rate: RateLimiter | None) -> None:
         self.app = app
         self.rate = rate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.rate is None or scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        client = scope.get("client")
+        wait = self.rate.take(client[0] if client else "")
+        if wait <= 0:
+            await self.app(scope, receive, send)
+            return
+        seconds = max(1, math.ceil(wait))
+        refused = error_response(
+            429,
+            f"too many requests: this server takes {self.rate.per_minute} a minute "
+            f"from each client; retry after {seconds} s",
+            code="rate_limited",
+            headers={"Retry-After": str(seconds)},
+        )
+        await refused(scope, receive, send)
+
+
+class ServiceLimits:
+    """How much one server process works on: how many requests at once and waiting, and
+    how long each may take once its body is in.
+
+    A pure ASGI middleware inside the request guard, so only a request whose body is
+    whole asks for a slot, and one turned away here costs no parsing and no thread.
+    Routes run in worker threads and Python cannot stop a thread, so a request past its
+    time gets its 504 (or a started stream its `error` event and its end) while its work
+    runs on with nothing more sent, holding its slot until it ends: the slots bound the
+    threads really busy, and the generator's own timeout bounds how long that lasts.
+    """
+
+    def __init__(self, app: ASGIApp, *, slots: Slots, timeout_s: float) -> None:
+        self.app = app
         self.slots = slots
         self.timeout_s = timeout_s
 
@@ -265,8 +370,14 @@ class ServiceLimits:
         if scope["path"] in PUBLIC_PATHS:
             await self._in_time(scope, receive, send, deadline)
             return
-        refused = self._refuse(scope)
-        if refused is not None:
+        if self.slots.full():
+            refused = error_response(
+                503,
+                f"the server is busy ({self.slots.busy} requests in progress, "
+                f"{self.slots.waiting} waiting); retry after {RETRY_AFTER_S} s",
+                code="overloaded",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
             await refused(scope, receive, send)
             return
         try:
@@ -279,31 +390,6 @@ class ServiceLimits:
             await self._in_time(scope, receive, send, deadline)
         finally:
             self.slots.release()
-
-    def _refuse(self, scope: Scope) -> Response | None:
-        if self.rate is not None:
-            # The connection's own address: X-Forwarded-For counts only from a proxy
-            # the server was told to trust, which rewrites `client` before this runs.
-            client = scope.get("client")
-            wait = self.rate.take(client[0] if client else "")
-            if wait > 0:
-                seconds = max(1, math.ceil(wait))
-                return error_response(
-                    429,
-                    f"too many requests: this server takes {self.rate.per_minute} a minute "
-                    f"from each client; retry after {seconds} s",
-                    code="rate_limited",
-                    headers={"Retry-After": str(seconds)},
-                )
-        if self.slots.full():
-            return error_response(
-                503,
-                f"the server is busy ({self.slots.busy} requests in progress, "
-                f"{self.slots.waiting} waiting); retry after {RETRY_AFTER_S} s",
-                code="overloaded",
-                headers={"Retry-After": str(RETRY_AFTER_S)},
-            )
-        return None
 
     def _late(self) -> Response:
         return error_response(504, self._late_message())

@@ -7,10 +7,10 @@ request timeout). It holds settings only; `limits` and `api` act on them.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 
 from groundqa.errors import UsageError
+from groundqa.exposure import is_loopback
 from groundqa.generate import GeneratorOptions
 
 # Requests per minute per client when serving on a host other machines can reach.
@@ -18,6 +18,10 @@ DEFAULT_RATE_LIMIT = 120
 # The most requests a client may send at once before its rate applies (a page load, a
 # retry); `serve --help` says so.
 RATE_BURST = 10
+# Connections one client address may hold when serving on a host other machines can reach:
+# above a browser's six, and below the 40 requests a worker takes on at once by default
+# (--max-inflight 8, --queue 32), so no one address can fill them all.
+DEFAULT_CLIENT_CONNECTIONS = 32
 
 
 @dataclass(frozen=True)
@@ -27,12 +31,16 @@ class ServeSettings:
     token: str | None = None
     cache: str = "memory"  # "memory", "off", or a redis:// URL
     cache_ttl: int = 3600
+    # Megabytes of answers the in-process cache (`memory`) may hold.
+    cache_mb: int = 64
     cors_origins: tuple[str, ...] = ()
     max_body_bytes: int = 65_536
     max_probes: int = 500
     generator_options: GeneratorOptions = field(default_factory=GeneratorOptions)
     # The generator a request gets when it names none (chat front-ends cannot name one).
     generator: str = "extractive"
+    # The other generators a request may name; any other is refused (see `generators`).
+    allowed_generators: tuple[str, ...] = ()
     # The body limit of the routes that carry a conversation (/query, /query/stream,
     # /v1/chat/completions): a chat client sends the whole conversation each time, and
     # only its last turns are read, so a long one is cut rather than refused.
@@ -44,8 +52,17 @@ class ServeSettings:
     # Requests worked on at once, and how many more may wait for one of them to finish.
     max_inflight: int = 8
     queue: int = 32
-    # Seconds a request may take, its wait in the queue included.
+    # Seconds a request may take once its body is in, its wait in the queue included.
     request_timeout_s: float = 60.0
+    # Seconds a connection has to send a request's head (from when it opens, or from the
+    # end of its last response), and then its whole body; else it is closed, or gets 408.
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    # Connections one client address may hold open at once; 0 is no limit.
+    client_connections: int = 0
+    # Host names the server answers to besides the address a connection arrived at (and
+    # localhost names on a loopback connection); "*" is any. See `exposure.host_allowed`.
+    allowed_hosts: tuple[str, ...] = ()
     # Seconds a stopping server gives requests in progress before it cuts them off.
     shutdown_timeout_s: int = 30
 
@@ -79,19 +96,41 @@ class ServeSettings:
                 f"--timeout ({self.generator_options.timeout_s:g} s) must not be longer than "
                 f"--request-timeout ({self.request_timeout_s:g} s): the request would end first"
             )
+        for option, seconds in (
+            ("--header-timeout", self.header_timeout_s),
+            ("--body-timeout", self.body_timeout_s),
+        ):
+            if not seconds > 0:
+                raise UsageError(f"{option} must be more than 0 seconds, got {seconds:g}")
+        if self.client_connections < 0:
+            raise UsageError(
+                f"--client-connections must be 1 or more, or 0 for no limit, "
+                f"got {self.client_connections}"
+            )
+        if self.cache_mb < 1:
+            raise UsageError(f"--cache-mb must be at least 1, got {self.cache_mb}")
+        if any(not spec.strip() for spec in self.allowed_generators):
+            raise UsageError("--allow-generator must name a generator, e.g. ollama:llama3.1")
+        if any(not host.strip() for host in self.allowed_hosts):
+            raise UsageError("--allowed-host must name a host, e.g. qa.example.org")
         if self.shutdown_timeout_s < 0:
             raise UsageError(
                 f"--shutdown-timeout must be 0 seconds or more, got {self.shutdown_timeout_s}"
             )
 
+    @property
+    def generators(self) -> tuple[str, ...]:
+        """The generators this server answers with: its default, then the allowed ones."""
+        return tuple(dict.fromkeys(s.strip() for s in (self.generator, *self.allowed_generators)))
+
 
 def default_rate_limit(host: str) -> int:
     """The rate limit when none is given: none on a loopback host, whose only clients
     are this machine's, else DEFAULT_RATE_LIMIT requests per minute per client."""
-    name = host.strip("[]").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return 0
-    try:
-        return 0 if ipaddress.ip_address(name).is_loopback else DEFAULT_RATE_LIMIT
-    except ValueError:
-        return DEFAULT_RATE_LIMIT
+    return 0 if is_loopback(host) else DEFAULT_RATE_LIMIT
+
+
+def default_client_connections(host: str) -> int:
+    """The connections per client address when no limit is given: none on a loopback
+    host (every client there has the same address), else DEFAULT_CLIENT_CONNECTIONS."""
+    return 0 if is_loopback(host) else DEFAULT_CLIENT_CONNECTIONS

@@ -1,7 +1,8 @@
 """Running the API: the listening socket, uvicorn, and the pre-fork worker supervisor.
 
 The socket is bound here rather than in uvicorn, so a busy port is one line of
-error, not a server log. With several workers, each is a forked process that
+error, not a server log. uvicorn speaks HTTP through `exposure.http_protocol`, which
+gives each request's head a deadline and caps the connections one address holds. With several workers, each is a forked process that
 opens the index after the fork (a connection pool or a model runtime must not be
 shared between processes) and is restarted if it dies; a worker that cannot
 open the index stops them all instead of being restarted forever. The
@@ -24,7 +25,9 @@ import uvicorn
 
 from groundqa.engine import Engine
 from groundqa.errors import GroundqaError, UsageError
+from groundqa.exposure import http_protocol
 from groundqa.serve.api import create_app
+from groundqa.serve.limits import too_many_connections
 from groundqa.serve.settings import ServeSettings
 
 # glibc gives each thread that allocates its own malloc arena, up to 8 per core; a server's
@@ -81,6 +84,14 @@ def run_server(
             log_level="warning",
             access_log=access_log,
             ws="none",
+            # A trusted proxy carries many clients over its connections: its own address
+            # is not capped (the rate limit still counts each client it names).
+            http=http_protocol(
+                head_timeout_s=settings.header_timeout_s,
+                per_client=settings.client_connections,
+                exempt=trusted_proxies,
+                refuse=too_many_connections(settings.client_connections),
+            ),
             # Without a trusted proxy, X-Forwarded-For is ignored: the rate limit counts
             # the connection's own address, which a client cannot choose.
             proxy_headers=bool(trusted_proxies),
