@@ -7,6 +7,7 @@ Time in the TTL and retry-window tests is an injected clock, not sleep.
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -86,12 +87,45 @@ def test_memory_status_and_no_cache() -> None:
     assert cache.status() == {
         "backend": "memory",
         "ok": True,
-        "detail": "in-process, 1 of 1024 entries",
+        "detail": "in-process, 1 of 1024 entries, 0.0 of 64 MB",
     }
     off = NoCache()
     off.set("k", {"a": 1}, ttl=60)
     assert off.get("k") is None
     assert off.status()["backend"] == "off" and off.status()["ok"] is True
+
+
+def _entry(size: int) -> dict[str, str]:
+    """A value whose JSON text is exactly `size` bytes."""
+    value = {"t": ""}
+    value["t"] = "x" * (size - len(json.dumps(value)))
+    assert len(json.dumps(value)) == size
+    return value
+
+
+def test_memory_is_bounded_in_bytes_and_evicts_the_least_recently_used() -> None:
+    cache = MemoryCache(clock=Clock(), max_bytes=16_000)  # entries up to 1,000 bytes
+    for key in "abcdefghijklmnop":
+        cache.set(key, _entry(1000), ttl=60)
+    assert len(cache) == 16 and cache.size_bytes == 16_000
+    assert cache.get("a") is not None  # now the most recently used
+    cache.set("q", _entry(1000), ttl=60)
+    assert cache.size_bytes == 16_000
+    assert cache.get("b") is None and cache.get("a") is not None and cache.get("q") is not None
+    cache.set("a", _entry(100), ttl=60)  # a new value replaces the old one's bytes
+    assert cache.size_bytes == 15_100
+
+
+def test_memory_does_not_store_an_entry_too_big_for_it() -> None:
+    """Five 210 MB answers took a server from 0.09 to 1.6 GB: an entry over a sixteenth of
+    the cache is not kept, and does not push out the entries that are."""
+    cache = MemoryCache(clock=Clock(), max_bytes=16_000)
+    cache.set("small", _entry(500), ttl=60)
+    cache.set("huge", _entry(1001), ttl=60)
+    assert cache.get("huge") is None and cache.get("small") is not None
+    assert len(cache) == 1 and cache.size_bytes == 500
+    cache.set("small", _entry(5000), ttl=60)  # too big now: the old value goes too
+    assert cache.get("small") is None and cache.size_bytes == 0
 
 
 def test_make_cache_reads_the_spec() -> None:

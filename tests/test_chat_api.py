@@ -88,7 +88,14 @@ def model() -> Iterator[FakeServer]:
 def base(index: Path, model: FakeServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`groundqa serve` with no token and the memory cache; its `openai:` generator asks `model`."""
     logs = tmp_path_factory.mktemp("chat-logs")
-    args = ("--cache", "memory", "--generator-url", f"{model.url}/v1")
+    args = (
+        "--cache",
+        "memory",
+        "--allow-generator",
+        "openai:m",
+        "--generator-url",
+        f"{model.url}/v1",
+    )
     with groundqa_serve(index, logs, *args) as (url, _):
         yield url
 
@@ -339,7 +346,7 @@ BAD_BODIES: dict[str, tuple[Any, int, str, str | None, str]] = {
     "k of the wrong type": ({"model": "groundqa", "messages": USER, "k": "five"}, 422, "invalid_request", "k", "k: "),
     "a body that is a list": ([1, 2], 422, "invalid_request", None, "valid dictionary"),
     "an unknown filter key": ({"model": "groundqa", "messages": USER, "filters": {"colour": "red"}}, 400, "usage", None, "unknown filter key 'colour'"),
-    "an unknown generator": ({"model": "groundqa", "messages": USER, "generator": "gpt-9"}, 400, "usage", None, "unknown generator 'gpt-9'"),
+    "a generator the server does not serve": ({"model": "groundqa", "messages": USER, "generator": "gpt-9"}, 400, "generator_not_served", "generator", "only with the generators it was started with (extractive, openai:m)"),
 }
 # fmt: on
 
@@ -439,18 +446,21 @@ def test_a_thousand_turn_chat_is_read_by_its_last_turns_and_says_so(client: Any)
 def test_the_server_s_generator_answers_a_request_that_names_none(
     index: Path, model: FakeServer, tmp_path: Path
 ) -> None:
-    args = ("--generator", "openai:m", "--generator-url", f"{model.url}/v1")
-    with groundqa_serve(index, tmp_path, *args) as (url, _):
+    args = ("--generator", "openai:m", "--allow-generator", "extractive")
+    with groundqa_serve(index, tmp_path, *args, "--generator-url", f"{model.url}/v1") as (url, _):
         health = httpx.get(f"{url}/health", timeout=10).json()
         assert health["default_generator"] == "openai:m"
         with openai.OpenAI(base_url=f"{url}/v1", api_key="any", max_retries=0) as c:
             reply = ask(c, NEER)
         assert reply.choices[0].message.content.startswith(DUE)
-        # /query without a generator gets the server's too; one that names one keeps it.
+        # /query without a generator gets the server's too; one that names one it serves
+        # keeps it, and one that names another is refused.
         named = httpx.post(f"{url}/query", json={"question": NEER}, timeout=30).json()
         assert named["generator"] == "openai:m"
         own = {"question": NEER, "generator": "extractive"}
         assert httpx.post(f"{url}/query", json=own, timeout=30).json()["generator"] == "extractive"
+        other = {"question": NEER, "generator": "ollama:m"}
+        assert httpx.post(f"{url}/query", json=other, timeout=30).status_code == 400
 
 
 def test_a_wrong_server_generator_fails_before_serving(index: Path) -> None:

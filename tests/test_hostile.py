@@ -227,7 +227,9 @@ def test_the_flag_reaches_the_http_api(
 
     server = serve(_model("obeys"))
     settings = ServeSettings(
-        cache="off", generator_options=GeneratorOptions(base_url=server.url + "/v1")
+        cache="off",
+        generator_options=GeneratorOptions(base_url=server.url + "/v1"),
+        allowed_generators=(MODEL,),
     )
     with TestClient(create_app(engine, settings)) as client:
         reply = client.post("/query", json={"question": QUESTION, "generator": MODEL})

@@ -108,7 +108,7 @@ class LiveEngine:
 
 def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     """The API over one opened Engine. Raises UsageError for a bad cache setting."""
-    cache = make_cache(settings.cache)
+    cache = make_cache(settings.cache, max_bytes=settings.cache_mb * MB)
     live = LiveEngine(engine, settings.reload_s)
     web = load_web()
     slots = Slots(settings.max_inflight, settings.queue)
@@ -135,6 +135,10 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             "refuses when the corpus does not cover the question."
         ),
         redoc_url=None,
+        # FastAPI's /docs loads Swagger UI from a CDN, unpinned, into this origin: where the
+        # origin holds a token (the page keeps it in sessionStorage), no outside script may
+        # run there, so a server with a token has no /docs. /openapi.json is always served.
+        docs_url="/docs" if settings.token is None else None,
     )
 
     add_error_handlers(app)
@@ -191,7 +195,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     @app.post("/query", responses=error_responses(400, 401, 413, 422, 500, *LIMITED))
     def query(body: QueryRequest) -> dict[str, Any]:
         """Answer a question with citations, or refuse. `cache` says whether it was cached."""
-        request = with_generator(body, settings.generator)
+        request = with_generator(body, settings.generators)
         return answer(live.get(), cache, settings.cache_ttl, request, settings.generator_options)
 
     @app.post(
@@ -207,7 +211,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     )
     def query_stream(body: QueryRequest) -> EventStreamResponse:
         """The same answer as Server-Sent Events. Bad requests fail before the stream starts."""
-        request = with_generator(body, settings.generator)
+        request = with_generator(body, settings.generators)
         events = stream_events(
             live.get(), cache, settings.cache_ttl, request, settings.generator_options
         )

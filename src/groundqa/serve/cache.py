@@ -28,6 +28,7 @@ from groundqa.errors import UsageError
 Clock = Callable[[], float]
 
 KEY_PREFIX = "groundqa:"
+MB = 1 << 20
 REDIS_SCHEMES = ("redis://", "rediss://")
 
 
@@ -68,21 +69,41 @@ class NoCache:
 
 
 class MemoryCache:
-    """An in-process LRU with a per-entry TTL; safe to share between request threads.
+    """An in-process LRU with a per-entry TTL, bounded in entries and in bytes; safe to
+    share between request threads.
 
     Entries are stored as JSON text, which copies them and fails early on a
-    value Redis could not hold either, so both backends behave the same.
+    value Redis could not hold either, so both backends behave the same. Its size is
+    what the cache holds: past `max_bytes` the least recently used entries go, and an
+    entry larger than a sixteenth of it is not stored at all (one huge answer must not
+    push out everything else, to be pushed out itself by the next).
     """
 
     backend = "memory"
 
-    def __init__(self, max_entries: int = 1024, clock: Clock = time.monotonic) -> None:
+    def __init__(
+        self,
+        max_entries: int = 1024,
+        clock: Clock = time.monotonic,
+        *,
+        max_bytes: int = 64 << 20,
+    ) -> None:
         if max_entries < 1:
             raise UsageError(f"the memory cache needs room for at least 1 entry, got {max_entries}")
+        if max_bytes < 1:
+            raise UsageError(f"the memory cache needs room for at least 1 byte, got {max_bytes}")
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.max_entry_bytes = max(1, max_bytes // 16)
         self._clock = clock
         self._lock = threading.Lock()
         self._entries: OrderedDict[str, tuple[float, str]] = OrderedDict()
+        self._bytes = 0  # the JSON text of every entry (ASCII: one byte a character)
+
+    @property
+    def size_bytes(self) -> int:
+        with self._lock:
+            return self._bytes
 
     def __len__(self) -> int:
         with self._lock:
@@ -95,7 +116,7 @@ class MemoryCache:
                 return None
             expires_at, text = entry
             if self._clock() >= expires_at:
-                del self._entries[key]
+                self._drop(key)
                 return None
             self._entries.move_to_end(key)
         value: dict[str, Any] = json.loads(text)
@@ -104,23 +125,38 @@ class MemoryCache:
     def set(self, key: str, value: dict[str, Any], ttl: int) -> None:
         if ttl <= 0:
             return  # an entry that is already stale would only evict a live one
-        text = json.dumps(value)
+        text = json.dumps(value)  # ASCII: non-ASCII characters are escaped
         with self._lock:
+            self._drop(key)  # a new value for a key replaces the old, whatever its size
+            if len(text) > self.max_entry_bytes:
+                return
             self._entries[key] = (self._clock() + ttl, text)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            self._bytes += len(text)
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                _, (_, dropped) = self._entries.popitem(last=False)
+                self._bytes -= len(dropped)
+
+    def _drop(self, key: str) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= len(entry[1])
 
     def status(self) -> dict[str, Any]:
+        with self._lock:
+            entries, size = len(self._entries), self._bytes
         return {
             "backend": self.backend,
             "ok": True,
-            "detail": f"in-process, {len(self)} of {self.max_entries} entries",
+            "detail": (
+                f"in-process, {entries} of {self.max_entries} entries, "
+                f"{size / MB:.1f} of {self.max_bytes / MB:.0f} MB"
+            ),
         }
 
     def close(self) -> None:
         with self._lock:
             self._entries.clear()
+            self._bytes = 0
 
 
 def redact(url: str) -> str:
@@ -243,10 +279,10 @@ class RedisCache:
         self._client.close()
 
 
-def make_cache(spec: str) -> Cache:
-    """`memory`, `off`, or a `redis://` URL (`rediss://` for TLS)."""
+def make_cache(spec: str, *, max_bytes: int = 64 * MB) -> Cache:
+    """`memory` (holding at most `max_bytes`), `off`, or a `redis://` URL (`rediss://` for TLS)."""
     if spec == "memory":
-        return MemoryCache()
+        return MemoryCache(max_bytes=max_bytes)
     if spec == "off":
         return NoCache()
     if spec.startswith(REDIS_SCHEMES):

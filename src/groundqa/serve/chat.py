@@ -14,12 +14,12 @@ content in OpenAI's chunks. Other OpenAI fields are accepted and ignored, except
 above 1, which asks for more than the one answer there is. `usage` counts words,
 not tokens: no tokenizer is involved in an extractive answer.
 
-An answer that could not be generated (a model server down or broken) is an error
-here, 502 with the code `generation`, where /query gives a 200 with `error` set: a
-chat client shows the content and nothing else, so an empty answer would read as
-one. A stream holds its headers until the generator's first text, so such a failure
-before any text is the same JSON error; one later in the stream is OpenAI's
-`data: {"error": ...}` line, and the stream ends without `[DONE]`.
+An answer that could not be generated (a model server down or broken) is an error,
+502 with the code `generation`, as on /query: a chat client shows the content and
+nothing else, so an empty answer would read as one. A stream holds its headers until
+the generator's first text, so such a failure before any text is the same JSON error;
+one later in the stream is OpenAI's `data: {"error": ...}` line, and the stream ends
+without `[DONE]`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from groundqa.engine import Engine
 from groundqa.models import REFUSAL, Answer
 from groundqa.query import MAX_K, MAX_QUESTION_CHARS, MAX_TEMPERATURE, MAX_TOKENS
-from groundqa.serve.answers import answer, answer_stream
+from groundqa.serve.answers import answer, answer_stream, generation_failed
 from groundqa.serve.cache import Cache
 from groundqa.serve.errors import ApiError, error_body, error_responses, validation_message
 from groundqa.serve.events import EventStreamResponse
@@ -114,7 +114,8 @@ class ChatRequest(BaseModel):
     k: int | None = Field(None, ge=1, le=MAX_K, description="As in /query.")
     retriever: Name | None = Field(None, description="As in /query.")
     generator: Name | None = Field(
-        None, description="As in /query (default: the server's `--generator`, else extractive)."
+        None,
+        description="As in /query: one of the server's generators (default its `--generator`).",
     )
     filters: FilterFacets | None = Field(None, description="As in /query.")
     scope: Facets | None = Field(None, description="As in /query.")
@@ -247,13 +248,6 @@ def data(obj: Any) -> str:
     return f"data: {json.dumps(obj, ensure_ascii=False)}\n\n"
 
 
-def generation_failed(result: dict[str, Any]) -> ApiError | None:
-    """The error for an answer that could not be generated, or None for an answer."""
-    if not result.get("error"):
-        return None
-    return ApiError(502, str(result["error"]), code="generation", type="server_error")
-
-
 # ---------------------------------------------------------------- streaming
 
 
@@ -364,14 +358,12 @@ def add_chat_routes(
     )
     def chat_completions(body: ChatRequest) -> Response:
         """The last user message answered from the index, as an OpenAI chat completion."""
-        request = with_generator(query_request(body), settings.generator)
+        request = with_generator(query_request(body), settings.generators)
         reply = Completion.start(request)
         options = settings.generator_options
         if not body.stream:
+            # A failed generation raises its 502 here.
             result = answer(engine(), cache, settings.cache_ttl, request, options)
-            failed = generation_failed(result)
-            if failed is not None:
-                raise failed
             return JSONResponse(reply.whole(result))
         _, items = answer_stream(engine(), cache, settings.cache_ttl, request, options)
         first = next(items)  # the first text, or the whole answer: failures come before 200

@@ -41,6 +41,7 @@ ERROR_CODES = {
     422: "invalid_request",
     429: "rate_limited",
     500: "internal",
+    502: "generation",
     504: "timeout",
 }
 
@@ -169,7 +170,7 @@ def add_error_handlers(app: FastAPI) -> None:
             # Starlette's own 404/405 say only "Not Found"; say what was asked for.
             where = f"{request.method} {request.url.path}"
             if exc.status_code == 404:
-                message = f"no such endpoint: {where}; see /docs for the API"
+                message = f"no such endpoint: {where}; see /openapi.json for the API"
             elif exc.status_code == 405:
                 allowed = (exc.headers or {}).get("Allow", "")
                 message = f"method not allowed: {where}" + (

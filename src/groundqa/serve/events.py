@@ -1,4 +1,5 @@
-"""Server-Sent Events for /query/stream: `passages`, the answer in pieces, then `done`.
+"""Server-Sent Events for /query/stream: `passages`, the answer in pieces, then `done`
+(or `error`, when the answer could not be generated or took too long).
 
 Each event's data is one line of JSON. This module only frames what it is
 given; it neither retrieves nor generates, and a cached answer is cut into
@@ -40,18 +41,21 @@ def sse(event: str, data: Any) -> str:
 
 
 def answer_events(
-    passages: list[dict[str, Any]], pieces: Iterable[str], done: Callable[[], dict[str, Any]]
+    passages: list[dict[str, Any]],
+    pieces: Iterable[str],
+    last: Callable[[], tuple[str, dict[str, Any]]],
 ) -> Iterator[str]:
-    """`passages`, then one `answer` event per piece of text, then `done` with the whole answer.
+    """`passages`, then one `answer` event per piece of text, then the last event: `done`
+    with the whole answer, or `error` when there is none.
 
     The extractive generator has its answer whole, so its pieces are `answer_pieces`;
     a generator that streams natively passes its text deltas as `pieces` and builds
-    the final answer in `done` once they are spent.
+    the final answer in `last` once they are spent.
     """
     yield sse("passages", passages)
     for piece in pieces:
         yield sse("answer", {"text": piece})
-    yield sse("done", done())
+    yield sse(*last())
 
 
 class EventStreamResponse(StreamingResponse):

@@ -22,7 +22,7 @@ PLACEHOLDER_PAGE = b"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>groundqa</title></head>
 <body><h1>groundqa</h1>
 <p>The server is running, but this installation has no web page.
-The API is described at <a href="/docs">/docs</a> (<a href="/openapi.json">OpenAPI</a>).</p>
+The API is described by its <a href="/openapi.json">OpenAPI spec</a>.</p>
 </body></html>
 """
 PLACEHOLDERS = {

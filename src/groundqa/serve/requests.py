@@ -8,12 +8,14 @@ judge (a filter key it does not have, a retriever it cannot serve).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from groundqa.providers import GeneratorOptions
 from groundqa.query import MAX_HISTORY_TURNS, MAX_K, MAX_QUESTION_CHARS, Query, Turn
+from groundqa.serve.errors import ApiError
 
 MAX_FILTER_KEYS = 20
 # Turns a request may send; only the last MAX_HISTORY_TURNS are read (the body size
@@ -69,8 +71,8 @@ class QueryRequest(BaseModel):
     )
     generator: Name | None = Field(
         None,
-        description="extractive, ollama:MODEL, openai:MODEL, anthropic:MODEL, bedrock:MODEL_ID "
-        "or gguf:PATH; by default the server's (`groundqa serve --generator`, else extractive).",
+        description="One of the generators the server was started with (`groundqa serve "
+        "--generator` and `--allow-generator`); by default the first, `--generator`.",
     )
     temperature: float | None = Field(None, ge=0, le=2, description="Sampling temperature.")
     max_tokens: int | None = Field(None, ge=1, le=8192, description="Longest answer in tokens.")
@@ -125,11 +127,23 @@ class QueryRequest(BaseModel):
         )
 
 
-def with_generator(request: QueryRequest, generator: str) -> QueryRequest:
-    """`request`, asking the server's default `generator` when it names none."""
-    if request.generator:
+def with_generator(request: QueryRequest, served: Sequence[str]) -> QueryRequest:
+    """`request`, asking for the first of the generators this server `served` when it
+    names none. One that names another is refused, in the same words whatever it named:
+    a generator spec is a file path or a host to connect to, so the server must neither
+    open it nor let the answer say whether it exists."""
+    if not request.generator:
+        return request.model_copy(update={"generator": served[0]})
+    if request.generator.strip() in served:
         return request
-    return request.model_copy(update={"generator": generator})
+    raise ApiError(
+        400,
+        "this server answers only with the generators it was started with ("
+        + ", ".join(served)
+        + "); name one of them as `generator`, or leave it out for the first",
+        code="generator_not_served",
+        param="generator",
+    )
 
 
 class EvalRequest(BaseModel):
