@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
+import httpx
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp.client import Client
@@ -26,7 +27,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 from groundqa import registry
+from groundqa.chunking import ChunkerSettings
 from groundqa.errors import UsageError
+from groundqa.exposure import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS
 from groundqa.generate import Evidence, Generation
 from groundqa.ingestion import ingest
 from groundqa.mcp import create_server
@@ -423,7 +426,7 @@ def banner_url(proc: subprocess.Popen[str]) -> str:
             continue
         line = proc.stderr.readline()
         assert line, f"the server exited ({proc.wait()}) before listening"
-        m = re.search(r" on (http://127\.0\.0\.1:\d+/mcp)$", line.strip())
+        m = re.search(r" on (http://127\.0\.0\.\d+:\d+/mcp)$", line.strip())
         if m:
             return m.group(1)
     raise AssertionError("the server did not say where it listens")
@@ -451,3 +454,160 @@ def test_the_same_tools_over_streamable_http(http_url: str) -> None:
     assert ANSWERABLE["answer_contains"][0] in text_of(answered)
     assert refused.structured_content is not None and refused.structured_content["refused"]
     assert wrong.is_error and text_of(wrong) == "k must be between 1 and 100, got 0"
+
+
+def mcp_http(index: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [*EXE, "mcp", "--index", str(index), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **ENV},
+    )
+    return proc, banner_url(proc)
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+def test_over_http_a_host_name_it_does_not_answer_to_gets_421_on_any_address(
+    index: Path,
+) -> None:
+    """The SDK checked the Host only when bound to 127.0.0.1, localhost or ::1; bound to
+    127.0.0.2 (or 0.0.0.0) a DNS-rebinding page could call the tools."""
+    proc, url = mcp_http(index, "--http", "127.0.0.2:0", "--allowed-host", "qa.example.org")
+    try:
+        port = url.rsplit(":", 1)[1].split("/")[0]
+        for host in ("attacker.example", f"attacker.example:{port}"):
+            refused = httpx.post(url, json=INITIALIZE, headers={**MCP_HEADERS, "Host": host})
+            assert refused.status_code == 421, refused.text
+            assert "'attacker.example'" in refused.text and "--allowed-host" in refused.text
+        for host in (f"127.0.0.2:{port}", f"localhost:{port}", "qa.example.org"):
+            taken = httpx.post(url, json=INITIALIZE, headers={**MCP_HEADERS, "Host": host})
+            assert taken.status_code == 200, (host, taken.text)
+        page = {**MCP_HEADERS, "Origin": "http://attacker.example"}
+        assert httpx.post(url, json=INITIALIZE, headers=page).status_code == 403
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=WAIT_S)
+    assert "Traceback" not in err
+
+
+def test_allowed_host_without_http_is_a_usage_error(index: Path) -> None:
+    line = cli_error("mcp", "--index", str(index), "--allowed-host", "qa.example.org")
+    assert line == "--allowed-host applies to --http only; over stdio there is no Host"
+
+
+def test_over_stdio_a_line_that_is_not_json_is_dropped_without_an_answer(index: Path) -> None:
+    """What docs/mcp.md says: the SDK reads a line that is not JSON-RPC, logs nothing a
+    client sees, and answers nothing; the next message is answered as usual."""
+    proc = subprocess.Popen(
+        [*EXE, "mcp", "--index", str(index)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **ENV},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write("this is not json\n" + json.dumps(INITIALIZE) + "\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], WAIT_S)
+        assert ready, "no answer to initialize"
+        answer = json.loads(proc.stdout.readline())
+        assert answer["id"] == 1 and "result" in answer  # the one answer is initialize's
+        proc.stdin.close()
+        rest = proc.stdout.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=WAIT_S)
+        proc.stdin.close()
+        proc.stdout.close()
+    assert rest == ""  # and nothing was said about the bad line
+
+
+def test_a_caller_cannot_choose_the_generator(
+    index: Path, serve: Callable[[Reply], FakeServer]
+) -> None:
+    """`ask` takes no generator: a caller that names one (a gguf path, a model server) gets
+    the server's own, and nothing is opened or called."""
+    fake = serve(lambda seen, out: out.json({"error": "never asked"}, 500))
+    server = create_server(index, options=GeneratorOptions(base_url=fake.url))
+
+    async def ask() -> list[CallToolResult]:
+        async with Client(server) as client:
+            return [
+                await client.call_tool(
+                    "ask", {"question": ANSWERABLE["question"], "generator": spec}
+                )
+                for spec in ("openai:x", "gguf:/etc/shadow")
+            ]
+
+    for result in anyio.run(ask):
+        assert not result.is_error
+        assert (
+            result.structured_content is not None and "[1]" in result.structured_content["answer"]
+        )
+    assert fake.seen == []
+
+
+@pytest.fixture(scope="module")
+def long_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An index holding a chunk of one 660,000-character sentence (a section never split)."""
+    root = tmp_path_factory.mktemp("mcp-long")
+    (root / "corpus").mkdir()
+    body = "The harbour ferry leaves the stone pier at dawn " + (
+        "and the ferry crosses the harbour to the island in twenty minutes " * 10_000
+    )
+    (root / "corpus" / "ferry.md").write_text(
+        f"# Harbour ferry\n\n## Timetable\n\n{body}.\n\n## Fares\n\nA return costs 6 pounds.\n",
+        encoding="utf-8",
+    )
+    ingest([root / "corpus"], root / "idx", dense=None, chunker=ChunkerSettings(max_chars=10**7))
+    return root / "idx"
+
+
+def test_every_tool_cuts_an_over_long_text_and_says_so(long_index: Path) -> None:
+    server = create_server(long_index)
+    question = "When does the harbour ferry leave the stone pier?"
+
+    async def calls() -> list[CallToolResult]:
+        async with Client(server) as client:
+            return [
+                await client.call_tool("ask", {"question": question}),
+                await client.call_tool("search", {"question": question, "k": 2}),
+                await client.call_tool("source", {"id": "ferry.md"}),
+            ]
+
+    asked, searched, read = anyio.run(calls)
+    for result in (asked, searched, read):
+        assert not result.is_error
+        assert len(text_of(result)) < 60_000
+        assert len(json.dumps(result.structured_content)) < 100_000
+    answer = asked.structured_content
+    assert answer is not None and len(answer["answer"]) == MAX_ANSWER_CHARS
+    assert any("cut to its first 40,000" in n for n in answer["notes"])
+    assert answer["citations"][0]["truncated"] is True
+    passages = searched.structured_content
+    assert passages is not None and passages["passages"][0]["truncated"] is True
+    assert len(passages["passages"][0]["text"]) == MAX_PASSAGE_CHARS
+    assert re.search(
+        r"\[This passage is cut to its first 20,000 of 660,\d{3} characters\]", text_of(searched)
+    )
+    parts = read.structured_content
+    assert parts is not None and parts["parts"][0]["truncated"] is True
+    assert [p["section_id"] for p in parts["parts"]] == ["ferry.md#Timetable", "ferry.md#Fares"]
+    assert "[This passage is cut" in text_of(read)

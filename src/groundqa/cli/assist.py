@@ -44,11 +44,21 @@ def parse_address(value: str) -> tuple[str, int]:
     help="Serve over streamable HTTP at http://HOST:PORT/mcp instead of stdio "
     "(port 0 picks a free one).",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="With --http: a host name clients reach the server by (the Host header), besides "
+    "the address it listens on and, on loopback, localhost; repeat for more, or * for any. "
+    "Other names get 421.",
+)
 @retriever_option
 @with_generator_options
 def mcp_command(
     index_dir: str,
     http: str | None,
+    allowed_hosts: tuple[str, ...],
     retriever: str | None,
     embedder_url: str | None,
     generator: str,
@@ -62,6 +72,8 @@ def mcp_command(
     Over stdio by default, as a desktop assistant starts it; logs go to stderr.
     """
     address = parse_address(http) if http is not None else None
+    if allowed_hosts and address is None:
+        raise UsageError("--allowed-host applies to --http only; over stdio there is no Host")
     try:
         from groundqa.mcp import create_server, listen, run
     except ModuleNotFoundError as exc:
@@ -90,4 +102,4 @@ def mcp_command(
         f"groundqa MCP server over {escape(engine.location)} "
         f"({engine.manifest.counts['chunks']} chunks, generator {escape(generator)}) on {where}"
     )
-    run(server, sock)
+    run(server, sock, allowed_hosts)

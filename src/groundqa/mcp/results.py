@@ -4,20 +4,30 @@ Each tool result carries both: plain text a model reads (an answer with its `[n]
 markers and Sources list, ranked passages, a document's sections) and structured
 content whose shape the tool's output schema publishes. Both are built here from
 the library's own objects (`Answer`, `Hit`, `Chunk`); nothing is searched or decided.
+Every text is cut to the limits in `exposure`, as the HTTP API cuts it, and says so:
+an index may hold a section that was never split.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from groundqa.exposure import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS, clip, cut_note
 from groundqa.models import Answer, Chunk, Citation, Hit
 
 # A document read whole stops after this many characters of text; the sections left out
 # are named, so each can be read on its own by its section id.
 MAX_SOURCE_CHARS = 30_000
+
+
+TRUNCATED = (
+    f"True when the text is cut to its first {MAX_PASSAGE_CHARS:,} characters (a section "
+    "of the corpus that was never split); `source` with its id reads the same cut text."
+)
 
 
 class CitationOut(BaseModel):
@@ -31,6 +41,7 @@ class CitationOut(BaseModel):
     page: int | None
     uri: str = Field(description="A link to the source file (and page).")
     snippet: str = Field(description="The cited passage's words the answer rests on.")
+    truncated: bool = Field(False, description=TRUNCATED)
 
 
 class AskResult(BaseModel):
@@ -66,6 +77,7 @@ class PassageOut(BaseModel):
     page: int | None
     uri: str
     text: str
+    truncated: bool = Field(False, description=TRUNCATED)
 
 
 class SearchResult(BaseModel):
@@ -85,6 +97,7 @@ class SourcePart(BaseModel):
     page: int | None
     uri: str
     text: str
+    truncated: bool = Field(False, description=TRUNCATED)
 
 
 class SourceResult(BaseModel):
@@ -100,7 +113,17 @@ class SourceResult(BaseModel):
     )
 
 
+def shown(answer: Answer) -> Answer:
+    """`answer` as a tool returns it: its text cut to MAX_ANSWER_CHARS, with a note if cut."""
+    text, cut = clip(answer.answer, MAX_ANSWER_CHARS)
+    if not cut:
+        return answer
+    note = cut_note("The answer", len(text), len(answer.answer))
+    return replace(answer, answer=text, notes=(*answer.notes, note))
+
+
 def citation_out(c: Citation) -> CitationOut:
+    snippet, cut = clip(c.snippet, MAX_PASSAGE_CHARS)
     return CitationOut(
         n=c.n,
         doc_id=c.doc_id,
@@ -109,7 +132,8 @@ def citation_out(c: Citation) -> CitationOut:
         clause=c.clause,
         page=c.page,
         uri=c.uri,
-        snippet=c.snippet,
+        snippet=snippet,
+        truncated=cut,
     )
 
 
@@ -127,6 +151,7 @@ def ask_result(answer: Answer) -> AskResult:
 
 def passage_out(hit: Hit) -> PassageOut:
     c = hit.chunk
+    text, cut = clip(c.text, MAX_PASSAGE_CHARS)
     return PassageOut(
         rank=hit.rank,
         score=hit.score,
@@ -136,8 +161,17 @@ def passage_out(hit: Hit) -> PassageOut:
         section=c.breadcrumb,
         page=c.page,
         uri=c.uri,
-        text=c.text,
+        text=text,
+        truncated=cut,
     )
+
+
+def _text(text: str) -> str:
+    """A passage's text as a model reads it, cut with a line that says so."""
+    shown_text, cut = clip(text, MAX_PASSAGE_CHARS)
+    if not cut:
+        return text
+    return f"{shown_text}\n[{cut_note('This passage', len(shown_text), len(text))}]"
 
 
 def search_text(hits: Sequence[Hit]) -> str:
@@ -149,11 +183,12 @@ def search_text(hits: Sequence[Hit]) -> str:
         c = h.chunk
         page = f", p. {c.page}" if c.page else ""
         head = f"{h.rank}. {c.breadcrumb}{page} (section_id: {c.section_id}) <{c.uri}>"
-        blocks.append(f"{head}\n{c.text}")
+        blocks.append(f"{head}\n{_text(c.text)}")
     return "\n\n".join(blocks)
 
 
 def source_part(c: Chunk) -> SourcePart:
+    text, cut = clip(c.text, MAX_PASSAGE_CHARS)
     return SourcePart(
         chunk_id=c.chunk_id,
         section_id=c.section_id,
@@ -162,22 +197,24 @@ def source_part(c: Chunk) -> SourcePart:
         parts=c.parts,
         page=c.page,
         uri=c.uri,
-        text=c.text,
+        text=text,
+        truncated=cut,
     )
 
 
 def source_result(
     id_: str, kind: Literal["document", "section", "chunk"], chunks: Sequence[Chunk]
 ) -> SourceResult:
-    """`chunks` (one document's, in reading order) up to MAX_SOURCE_CHARS of text, at least one;
-    the sections of the chunks past the limit are named instead."""
+    """`chunks` (one document's, in reading order) up to MAX_SOURCE_CHARS of text, at least one
+    (cut to MAX_PASSAGE_CHARS); the sections of the chunks past the limit are named instead."""
     kept: list[Chunk] = []
     size = 0
     for c in chunks:
-        if kept and size + len(c.text) > MAX_SOURCE_CHARS:
+        length = min(len(c.text), MAX_PASSAGE_CHARS)
+        if kept and size + length > MAX_SOURCE_CHARS:
             break
         kept.append(c)
-        size += len(c.text)
+        size += length
     omitted = [c.section_id for c in chunks[len(kept) :]]
     return SourceResult(
         id=id_,
@@ -199,6 +236,8 @@ def source_text(result: SourceResult) -> str:
             page = f", p. {p.page}" if p.page else ""
             lines += ["", f"## {p.section}{page} (section_id: {p.section_id}) <{p.uri}>"]
         lines.append(p.text)
+        if p.truncated:
+            lines.append(f"[This passage is cut to its first {len(p.text):,} characters]")
     if result.omitted_sections:
         lines += [
             "",

@@ -6,6 +6,12 @@ so the event loop keeps serving, and hands back what it returned as text and as
 structured content (see `results`). A `GroundqaError` becomes a tool error that
 carries its one-line message, the same line the CLI prints; anything else is a
 generic one-line tool error, and only the server's log (stderr) has the traceback.
+
+Over HTTP it answers only to its own address, localhost names on loopback and the
+names it is given (`exposure.host_allowed`, as `serve` does), on any bind address:
+the SDK's own check covers three loopback spellings only, so it is replaced, not
+added to. A request's head has a deadline (`exposure.http_protocol`). It refuses to
+let a caller choose the generator: `ask` takes none, and the server's is used.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,11 +29,15 @@ import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
+from starlette.datastructures import Headers
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from groundqa._version import __version__
 from groundqa.embed import EmbedderOptions
 from groundqa.engine import Engine
 from groundqa.errors import GroundqaError, UsageError
+from groundqa.exposure import host_allowed, http_protocol, misdirected, origin_allowed
 from groundqa.mcp.results import (
     AskResult,
     SearchResult,
@@ -35,6 +45,7 @@ from groundqa.mcp.results import (
     ask_result,
     passage_out,
     search_text,
+    shown,
     source_result,
     source_text,
 )
@@ -197,7 +208,7 @@ class CorpusTools:
             history=[Turn.of(t) for t in history],
             **self.defaults,
         )
-        answer = self.engine.ask(query)
+        answer = shown(self.engine.ask(query))
         if answer.error:
             return error_result(answer.error)
         return text_result(answer.with_sources(), ask_result(answer))
@@ -304,19 +315,63 @@ def listen(host: str, port: int) -> socket.socket:
         ) from None
 
 
-def run(server: MCPServer[Any], sock: socket.socket | None = None) -> None:
+# Seconds an HTTP connection has to send a request's head (see `exposure.http_protocol`).
+HEAD_TIMEOUT_S = 10.0
+
+
+def run(
+    server: MCPServer[Any], sock: socket.socket | None = None, allowed_hosts: Sequence[str] = ()
+) -> None:
     """Serve until the client hangs up (stdio) or until interrupted: over stdio, or over
-    streamable HTTP at /mcp on `sock` (see `listen`)."""
+    streamable HTTP at /mcp on `sock` (see `listen`), answering to `allowed_hosts` besides
+    its own address."""
     if sock is None:
         anyio.run(server.run_stdio_async)
         return
-    anyio.run(partial(serve_http, server, sock))
+    anyio.run(partial(serve_http, server, sock, tuple(allowed_hosts)))
 
 
-async def serve_http(server: MCPServer[Any], sock: socket.socket) -> None:
+class HostCheck:
+    """421 for a Host name, and 403 for a browser page's Origin, that this server does not
+    answer to: a page on a name the attacker owns, pointed here by DNS rebinding, must not
+    call the tools through the visitor's browser."""
+
+    def __init__(self, app: ASGIApp, allowed: tuple[str, ...]) -> None:
+        self.app = app
+        self.allowed = allowed
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = Headers(scope=scope)
+            server = scope.get("server")
+            local = server[0] if server else None
+            host, origin = headers.get("host"), headers.get("origin")
+            refused = None
+            if not host_allowed(host, local, self.allowed):
+                refused = PlainTextResponse(misdirected(host or "", self.allowed), 421)
+            elif not origin_allowed(origin, local, self.allowed):
+                message = f"a page at {origin} may not call this server; it serves its own host"
+                refused = PlainTextResponse(message, 403)
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+async def serve_http(
+    server: MCPServer[Any], sock: socket.socket, allowed_hosts: tuple[str, ...] = ()
+) -> None:
     import uvicorn
+    from mcp.server.transport_security import TransportSecuritySettings
 
     host = sock.getsockname()[0]
-    app = server.streamable_http_app(host=host)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+    off = TransportSecuritySettings(enable_dns_rebinding_protection=False)  # HostCheck's job
+    app = HostCheck(server.streamable_http_app(host=host, transport_security=off), allowed_hosts)
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        http=http_protocol(head_timeout_s=HEAD_TIMEOUT_S),
+    )
     await uvicorn.Server(config).serve(sockets=[sock])
