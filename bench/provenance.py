@@ -55,7 +55,7 @@ GATE = (f"{_PKG}/gate",)
 GENERATE = (f"{_PKG}/generate", f"{_PKG}/intent.py", f"{_PKG}/providers.py")
 AUDIT = (f"{_PKG}/audit", f"{_PKG}/lexicon.py", f"{_PKG}/verdicts.py")
 EVALUATE = (f"{_PKG}/evaluate",)
-SERVE = (f"{_PKG}/serve", f"{_PKG}/cli")
+SERVE = (f"{_PKG}/serve", f"{_PKG}/cli", f"{_PKG}/exposure.py")
 CORE = (
     f"{_PKG}/__init__.py",
     f"{_PKG}/engine.py",
@@ -204,6 +204,11 @@ BENCHMARKS: dict[str, Benchmark] = {
         "Serving: load from a second process on 127.0.0.1",
         "bench/serve_load.py",
         (*ASK, *EMBED, *SERVE, *REGPACK),
+    ),
+    "slow_clients": Benchmark(
+        "Serving: a normal client while 50 slow clients hold connections",
+        "bench/slow_clients.py",
+        (*ASK, *EMBED, *SERVE, "bench/serve_load.py", *REGPACK),
     ),
     "followups": Benchmark(
         "Follow-up questions: recall@3 with and without making them standalone",

@@ -38,6 +38,7 @@ import routes
 import scale
 import scope
 import serve_load
+import slow_clients
 import soak
 from _common import RESULTS
 
@@ -59,6 +60,7 @@ def main() -> int:
     default_training.run()
     embedder.run()
     serve_load.run()
+    slow_clients.run()
     routes.run()
     postgres_eval.run()
     pg_bm25.run()
