@@ -10,20 +10,26 @@ what each costs. Nothing here reads the project's code: an attack is bytes on di
   document, a metadata sidecar, a folder default and a linked folder), beside a link
   that stays inside, one that points nowhere and one that points at itself.
 - `docx_with_huge_media`, `docx_with_huge_styles`, `docx_lying_header`,
-  `docx_big_document_xml`, `docx_tiny_paragraphs`: Word files whose parts inflate to
-  far more than the file's size, or whose zip headers understate it.
+  `docx_big_document_xml`: Word files whose parts inflate to far more than the file's
+  size, or whose zip headers understate it; `docx_tiny_paragraphs` and
+  `docx_at_limits`: the most a Word file can make a loader read within its limits.
 - `pdf_speckle_pages`: a scanned-looking PDF of many pages that each draw one shared
   image of random noise, which OCR reads slowly and finds nothing in.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import struct
+import subprocess
+import sys
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # Text that exists only outside the corpus folder; it must never reach a Document.
 OUTSIDE_SECRET = "root:x:0:0:outside-the-corpus"
@@ -31,6 +37,72 @@ INSIDE_TEXT = "The ferry leaves the quay at nine and returns at five."
 
 MiB = 1024**2
 GiB = 1024**3
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --- loading one under limits -----------------------------------------------------
+
+# The child: load under an address-space limit and report on one JSON line. The same
+# shape as tests/test_fuzz.py's, with each finding's severity and check.
+_CHILD = """
+import json, resource, sys, time
+limit, options, paths = int(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3:]
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+from groundqa.errors import GroundqaError
+from groundqa.loaders import load
+report = {}
+started = time.perf_counter()
+try:
+    result = load(paths, **options)
+    report["documents"] = [d.doc_id for d in result.documents]
+    report["findings"] = [[f.severity, f.check, f.message] for f in result.findings]
+except GroundqaError as exc:
+    report["error"] = exc.message
+except MemoryError:
+    report["memory_error"] = True
+report["seconds"] = time.perf_counter() - started
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across exec.
+with open("/proc/self/status") as status:
+    hwm = next(line for line in status if line.startswith("VmHWM:"))
+report["peak_mb"] = int(hwm.split()[1]) / 1024
+print(json.dumps(report))
+"""
+
+
+def load_in_child(
+    paths: Sequence[Path],
+    memory: int = 2 * GiB,
+    seconds: float = 120,
+    **options: Any,
+) -> dict[str, Any]:
+    """`loaders.load(paths, **options)` in a subprocess under `memory` bytes of address
+    space and `seconds` of wall-clock time, so that an attack that is not stopped fails
+    a test instead of taking the machine.
+
+    Returns the child's report: `documents` (ids), `findings` ([severity, check,
+    message]) or `error`, `seconds`, `peak_mb`, and `crash`: None when the child ended
+    cleanly, else what went wrong (the time limit, the memory limit, another exception).
+    """
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-c", _CHILD, str(memory), json.dumps(options)]
+    try:
+        proc = subprocess.run(
+            [*command, *map(str, paths)],
+            capture_output=True,
+            text=True,
+            timeout=seconds,
+            cwd=ROOT,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return {"crash": f"no result within {seconds:g} s"}
+    last = proc.stdout.strip().splitlines()[-1:]
+    if proc.returncode != 0 or not last:
+        error = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"crash": f"exit {proc.returncode}: {error}"}
+    report: dict[str, Any] = json.loads(last[0])
+    report["crash"] = "memory limit hit" if report.get("memory_error") else None
+    return report
 
 
 # --- symbolic links ---------------------------------------------------------------
@@ -99,6 +171,8 @@ _CONTENT_TYPES = (
     'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/>'
     '<Override PartName="/word/styles.xml" ContentType="application/'
     'vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"/>'
+    '<Override PartName="/word/numbering.xml" ContentType="application/'
+    'vnd.openxmlformats-officedocument.wordprocessingml.numbering+xml"/>'
     "</Types>"
 )
 _PACKAGE_RELS = (
@@ -234,24 +308,24 @@ def _write_docx(path: Path, members: dict[str, Part], rels: Iterable[tuple[str, 
     return write_zip(path, parts)
 
 
-def docx_with_huge_media(path: Path, size: int = 3 * GiB) -> Path:
+def docx_with_huge_media(path: Path, size: int = 3 * GiB, declared: int | None = None) -> Path:
     """A Word file whose one picture (`word/media/image1.png`) is `size` zero bytes, about
-    3 MB on disk at 3 GiB.
+    3 MB on disk at 3 GiB; its headers state `declared` bytes (None: the truth).
 
     The document does not even show it: a relationship names it, which is enough for a
     reader that loads every part of the package.
     """
-    zeros = Part(((bytes(8 * MiB), size // (8 * MiB)),))
+    zeros = Part(((bytes(8 * MiB), size // (8 * MiB)),), declared=declared)
     return _write_docx(path, {"word/media/image1.png": zeros}, rels=[("image", "media/image1.png")])
 
 
-def docx_with_huge_styles(path: Path, size: int = 2 * GiB) -> Path:
+def docx_with_huge_styles(path: Path, size: int = 2 * GiB, declared: int | None = None) -> Path:
     """A Word file whose `styles.xml` is `size` bytes of well-formed XML (one style
-    repeated), a few megabytes on disk at 2 GiB."""
+    repeated), about 7 MB on disk at 2 GiB; its headers state `declared` bytes (None:
+    the truth)."""
     unit = '<w:style w:type="character" w:styleId="Plain"><w:name w:val="Plain"/></w:style>'
-    return _write_docx(
-        path, {"word/styles.xml": repeated(_STYLES_HEAD + STYLES, unit, _STYLES_TAIL, size)}
-    )
+    styles = repeated(_STYLES_HEAD + STYLES, unit, _STYLES_TAIL, size)
+    return _write_docx(path, {"word/styles.xml": Part(styles.runs, declared=declared)})
 
 
 def docx_big_document_xml(path: Path, size: int = 250 * MiB) -> Path:
@@ -272,22 +346,77 @@ def docx_lying_header(path: Path, size: int = GiB, declared: int = 5_000) -> Pat
     return _write_docx(path, {"word/document.xml": Part(part.runs, declared=declared)})
 
 
-def docx_tiny_paragraphs(path: Path, size: int) -> Path:
-    """A Word file whose `document.xml` is `size` bytes of the smallest paragraphs with
-    text: the most elements a document part of that size holds, each a Block to read.
-
-    The paragraphs differ (a counter), so that they compress about as well as real text
-    and no ratio limit refuses them: the worst case that passes every limit.
-    """
-    pieces = [_DOCUMENT_HEAD, BODY]
-    written, n = len(_DOCUMENT_HEAD) + len(BODY), 0
-    while written < size - len(_DOCUMENT_TAIL):
-        piece = f"<w:p><w:r><w:t>{n:x}</w:t></w:r></w:p>"
+def _varied(head: str, unit: str, tail: str, size: int) -> Part:
+    """`head`, then `unit` with "{n}" counting up until about `size` bytes, then `tail`:
+    the smallest elements that still differ, so they compress as real XML does."""
+    pieces = [head]
+    written, n = len(head) + len(tail), 0
+    while written + len(piece := unit.format(n=f"{n:x}")) <= size:
         pieces.append(piece)
         written += len(piece)
         n += 1
+    pieces.append(tail)
+    return Part.of("".join(pieces))
+
+
+def docx_tiny_paragraphs(path: Path, size: int, empty: bool = False, seed: int = 7) -> Path:
+    """A Word file whose `document.xml` is `size` bytes of the smallest paragraphs: the
+    most elements a document part of that size holds, each one for the loader to read.
+
+    With text (`<w:p><w:r><w:t>1f</w:t></w:r></w:p>`, a counter), or `empty`
+    (`<w:p/>`, about 6 bytes each). The paragraphs differ, so that they compress about
+    as well as real text and no ratio limit refuses them: empty ones are followed by a
+    space or not at random, one bit of news each.
+    """
+    if not empty:
+        unit = "<w:p><w:r><w:t>{n}</w:t></w:r></w:p>"
+        part = _varied(_DOCUMENT_HEAD + BODY, unit, _DOCUMENT_TAIL, size)
+        return _write_docx(path, {"word/document.xml": part})
+    rng = random.Random(seed)
+    pieces = [_DOCUMENT_HEAD, BODY]
+    written = len(_DOCUMENT_HEAD) + len(BODY) + len(_DOCUMENT_TAIL)
+    while written + len(piece := "<w:p/> " if rng.random() < 0.5 else "<w:p/>") <= size:
+        pieces.append(piece)
+        written += len(piece)
     pieces.append(_DOCUMENT_TAIL)
     return _write_docx(path, {"word/document.xml": Part.of("".join(pieces))})
+
+
+def docx_at_limits(path: Path, document: int, styles: int, numbering: int) -> Path:
+    """A Word file whose document, styles and numbering parts are `document`, `styles`
+    and `numbering` bytes of the smallest elements that differ (paragraphs with a little
+    text, styles, list definitions): with each at its limit, the most a loader that
+    keeps to its limits can be made to read."""
+    numbering_head = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        f'<w:numbering xmlns:w="{_W_NS}">'
+        '<w:abstractNum w:abstractNumId="1"><w:lvl w:ilvl="0"><w:start w:val="1"/>'
+        '<w:numFmt w:val="decimal"/><w:lvlText w:val="%1."/></w:lvl></w:abstractNum>'
+    )
+    return _write_docx(
+        path,
+        {
+            "word/document.xml": _varied(
+                _DOCUMENT_HEAD + BODY,
+                "<w:p><w:r><w:t>{n}</w:t></w:r></w:p>",
+                _DOCUMENT_TAIL,
+                document,
+            ),
+            "word/styles.xml": _varied(
+                _STYLES_HEAD + STYLES,
+                '<w:style w:type="paragraph" w:styleId="s{n}"/>',
+                _STYLES_TAIL,
+                styles,
+            ),
+            "word/numbering.xml": _varied(
+                numbering_head,
+                '<w:num w:numId="{n}"><w:abstractNumId w:val="1"/></w:num>',
+                "</w:numbering>",
+                numbering,
+            ),
+        },
+        rels=[("numbering", "numbering.xml")],
+    )
 
 
 # --- PDF --------------------------------------------------------------------------
