@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -13,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REGPACK, write_small_corpus
-from tests.hostilekit import OUTSIDE_SECRET, corpus_with_outside_symlink
+from tests.hostilekit import (
+    OUTSIDE_SECRET,
+    GiB,
+    corpus_with_outside_symlink,
+    docx_big_document_xml,
+    docx_with_huge_media,
+)
 
 EXE = [sys.executable, "-m", "groundqa.cli"]
 
@@ -433,3 +440,36 @@ def test_control_characters_in_corpus_names_print_as_escapes(tmp_path: Path) -> 
     shown = "".join(p.stdout + p.stderr for p in runs)
     assert "notes\\x1b[5m.xyz" in shown  # the skipped file, named as it is spelt
     assert "guide\\x1b[31mred" in shown
+
+
+def test_a_word_zip_bomb_is_one_finding_and_the_previous_index_stays(tmp_path: Path) -> None:
+    good = write_small_corpus(tmp_path / "good")
+    index = tmp_path / "idx"
+    assert run("ingest", good, "--index", index, "--no-dense").returncode == 0
+    before = os.readlink(index / "current")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    docx_with_huge_media(bad / "brochure.docx")
+    docx_big_document_xml(bad / "long.docx")
+    (bad / "note.md").write_text("# Note\n\n## Part\n\nThe office opens at nine.\n", "utf-8")
+
+    def limited() -> None:  # an attack that got through would stop here, not take the machine
+        resource.setrlimit(resource.RLIMIT_AS, (2 * GiB, 2 * GiB))
+
+    env = {**os.environ, "COLUMNS": "200"}
+    ingest = [*EXE, "ingest", str(good), str(bad), "--index", str(index), "--no-dense"]
+    proc = subprocess.run(ingest, capture_output=True, text=True, env=env, preexec_fn=limited)
+    assert proc.returncode == 1
+    line = one_error_line(proc)
+    assert "docx-too-big" in line and "unchanged" in line
+    assert os.readlink(index / "current") == before
+    validate = [*EXE, "validate", str(bad), "--json"]
+    proc = subprocess.run(validate, capture_output=True, text=True, env=env, preexec_fn=limited)
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert report["documents"] == 1  # the note still loads
+    blocks = [f for f in report["findings"] if f["severity"] == "BLOCK"]
+    assert [(f["check"], Path(f["source"]).name) for f in blocks] == [
+        ("docx-too-big", "brochure.docx"),
+        ("docx-too-big", "long.docx"),
+    ]

@@ -13,9 +13,18 @@ from docx.oxml import OxmlElement, parse_xml
 from docx.oxml.ns import nsdecls, qn
 from docx.shared import Pt
 
-from groundqa.loaders.docx import DOCX_SUFFIXES, load_docx
+from groundqa.loaders.docx import DOCUMENT_PART_BYTES, DOCX_SUFFIXES, _word_package, load_docx
 from groundqa.models import Document, Section
 from tests.conftest import need_shared
+from tests.hostilekit import (
+    GiB,
+    MiB,
+    docx_big_document_xml,
+    docx_lying_header,
+    docx_with_huge_media,
+    docx_with_huge_styles,
+    load_in_child,
+)
 
 # A decimal list ("1." then "1.1", levels linked to the heading styles) over a lettered one
 # ("(a)"), added to the template's numbering part.
@@ -463,3 +472,93 @@ def test_real_call_for_sites_form() -> None:
     everything = repr(document.to_dict())
     for officer in ("Liggett", "Eggington"):
         assert officer not in everything
+
+
+# --- zip bombs and lying headers --------------------------------------------------
+# Each attack is made at test time (a few megabytes at most) and loaded beside a good
+# file in a child process under a memory limit: a loader that inflated it would hit the
+# limit there, not take the machine.
+
+GOOD = "# Harbour\n\n## Moorings\n\nVisitors moor on the north wall and pay at the office.\n"
+ATTACK_MEMORY = 2 * GiB
+# What one refused attack may cost to load, beside the good file.
+ATTACK_MB = 300
+ATTACK_SECONDS = 20
+
+
+def load_attack(folder: Path) -> dict[str, Any]:
+    (folder / "guide.md").write_text(GOOD, encoding="utf-8")
+    report = load_in_child([folder], memory=ATTACK_MEMORY)
+    assert report["crash"] is None, report
+    assert report["peak_mb"] < ATTACK_MB, report
+    assert report["seconds"] < ATTACK_SECONDS, report
+    return report
+
+
+def one_block(report: dict[str, Any]) -> tuple[str, str]:
+    """(check, message) of the attack's one finding; the good file loaded beside it."""
+    assert report["documents"] == ["guide.md"], report
+    (finding,) = report["findings"]
+    severity, check, message = finding
+    assert severity == "BLOCK"
+    assert message.strip() and "\n" not in message and "Traceback" not in message
+    return check, message
+
+
+def test_a_picture_that_unpacks_to_gigabytes_is_refused_unread(tmp_path: Path) -> None:
+    docx_with_huge_media(tmp_path / "brochure.docx", 3 * GiB)
+    check, message = one_block(load_attack(tmp_path))
+    assert check == "docx-too-big"
+    assert message.startswith("brochure.docx is refused: it says it unpacks to 3,072 MiB")
+    assert "save it again" in message
+
+
+def test_a_part_the_loader_does_not_read_is_never_unpacked(tmp_path: Path) -> None:
+    # The same picture under headers that say 5,000 bytes: nothing notices, and nothing
+    # needs to, because only the parts read are unpacked.
+    docx_with_huge_media(tmp_path / "brochure.docx", 3 * GiB, declared=5_000)
+    report = load_attack(tmp_path)
+    assert report["documents"] == ["brochure.docx", "guide.md"]
+    assert report["findings"] == []
+
+
+def test_styles_that_unpack_past_their_limit_are_refused(tmp_path: Path) -> None:
+    # Under the limit on what a file may say it holds, so the guard has to count.
+    docx_with_huge_styles(tmp_path / "styled.docx", 512 * MiB)
+    check, message = one_block(load_attack(tmp_path))
+    assert check == "docx-too-big"
+    assert "its part word/styles.xml inflates past 4 MiB" in message
+
+
+def test_a_header_that_understates_a_part_does_not_buy_a_gigabyte(tmp_path: Path) -> None:
+    docx_lying_header(tmp_path / "short.docx", GiB, declared=5_000)
+    check, message = one_block(load_attack(tmp_path))
+    assert check == "docx-unreadable"
+    assert "Bad CRC-32 for file 'word/document.xml'" in message
+
+
+def test_a_document_part_past_its_limit_is_refused(tmp_path: Path) -> None:
+    docx_big_document_xml(tmp_path / "long.docx", 250 * MiB)
+    assert (tmp_path / "long.docx").stat().st_size < MiB
+    check, message = one_block(load_attack(tmp_path))
+    assert check == "docx-too-big"
+    assert f"word/document.xml inflates past {DOCUMENT_PART_BYTES // MiB} MiB" in message
+
+
+def test_the_package_python_docx_sees_holds_only_the_parts_read(tmp_path: Path) -> None:
+    # python-docx's template relates a thumbnail, a theme, settings, fonts and custom XML.
+    path = build_bylaw(tmp_path / "bylaw.docx")
+    assert "docProps/thumbnail.jpeg" in zipfile.ZipFile(path).namelist()
+    package = zipfile.ZipFile(_word_package(path))
+    assert sorted(package.namelist()) == [
+        "[Content_Types].xml",
+        "_rels/.rels",
+        "docProps/core.xml",
+        "word/_rels/document.xml.rels",
+        "word/document.xml",
+        "word/numbering.xml",
+        "word/styles.xml",
+    ]
+    rels = package.read("word/_rels/document.xml.rels").decode()
+    assert "styles" in rels and "numbering" in rels
+    assert "theme" not in rels and "settings" not in rels and "fontTable" not in rels

@@ -41,13 +41,19 @@ in such a line.
 
 What it refuses to do: it reads no images, text boxes, headers, footers, footnotes or
 comments, and no author or editor names (core properties other than the title are not
-kept). It never raises on a bad file: a file that is not a zip, a zip that is not a Word
-document, a password-protected file and an old binary .doc saved under a .docx name are
-each one BLOCK finding saying what the file is and what to do.
+kept). It does not even unpack them: python-docx would load every part of the package
+into memory, so it is handed a package of only the parts read here (the document, its
+styles and numbering, the core properties), each inflated through `_zip.GuardedZip`
+within `ZIP_LIMITS`. It never raises on a bad file: a file that is not a zip, a zip that
+is not a Word document, a password-protected file, an old binary .doc saved under a
+.docx name and a zip bomb (a part past its limit, or a file that says it unpacks to more
+than `DECLARED_LIMIT`) are each one BLOCK finding saying what the file is and what to do.
 """
 
 from __future__ import annotations
 
+import functools
+import io
 import re
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
@@ -58,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 from groundqa.loaders._blocks import Block, build_sections, numbered_heading
 from groundqa.loaders._common import block, doc_id_of, source_of
 from groundqa.loaders._tables import table_text
+from groundqa.loaders._zip import GuardedZip, ZipLimits, ZipRefused, size_words
 from groundqa.models import Document, Finding
 
 if TYPE_CHECKING:
@@ -68,9 +75,25 @@ if TYPE_CHECKING:
     from docx.text.run import Run
 
 DOCX_SUFFIXES = (".docx",)
-# An uncompressed document.xml above this is refused before parsing (a zip bomb is a few
-# KiB on disk); the longest real documents are tens of megabytes.
-MAX_DOCUMENT_XML_BYTES = 256 * 1024 * 1024
+MiB = 1024 * 1024
+# What the parts read may inflate to (measured in docs/pipeline/load.md): the document
+# part, the worst case of which (the smallest paragraphs that differ) costs about a second
+# and 20-25 MB of memory a megabyte to load; each other part read (styles, numbering, core
+# properties, relationships, content types), tens or hundreds of kilobytes in real
+# files; and all of them together. No member past 1 MiB may inflate more than 500 times
+# its compressed size: deflate tops out near 1,000, and the most repetitive document
+# made here (20,000 equal list paragraphs) comes to 270.
+DOCUMENT_PART_BYTES = 16 * MiB
+OTHER_PART_BYTES = 4 * MiB
+ZIP_LIMITS = ZipLimits(
+    member_bytes=DOCUMENT_PART_BYTES,
+    total_bytes=DOCUMENT_PART_BYTES + 2 * OTHER_PART_BYTES + MiB,  # 1 MiB: rels, content types
+    max_ratio=500,
+    ratio_after=MiB,
+)
+# A file whose directory says its members unpack to more than this is refused unread:
+# Word saves no file over 512 MB, and the pictures that make a file big barely deflate.
+DECLARED_LIMIT = 1024 * MiB
 HEADING_MAX_CHARS = 100
 HEADING_MAX_WORDS = 15
 LABEL_MAX_CHARS = 60
@@ -122,6 +145,8 @@ def load_docx(path: Path, root: Path | None = None) -> tuple[list[Document], lis
         return [], [problem]
     try:
         title, blocks = _read(path)
+    except ZipRefused as exc:
+        return [], [_bomb_finding(path, f"its part {exc.member} {exc.reason}")]
     except Exception as exc:  # python-docx and lxml raise many kinds on a broken part
         reason = " ".join(str(exc).split())[:100] or exc.__class__.__name__
         return [], [
@@ -160,8 +185,8 @@ def _sniff(path: Path) -> Finding | None:
                 "or download it again if it was cut short",
                 path,
             )
-        with zipfile.ZipFile(path) as archive:
-            names = archive.namelist()
+        with GuardedZip(path, ZIP_LIMITS) as archive:
+            names = archive.names()
             if "word/document.xml" not in names:
                 return block(
                     "docx-not-word",
@@ -169,7 +194,7 @@ def _sniff(path: Path) -> Finding | None:
                     "save or export it as .docx, or move it out of the corpus",
                     path,
                 )
-            size = archive.getinfo("word/document.xml").file_size
+            declared = archive.declared_bytes()
     except Exception as exc:  # zipfile raises many kinds on a damaged archive
         reason = getattr(exc, "strerror", None) or " ".join(str(exc).split()) or "unreadable"
         return block(
@@ -178,14 +203,22 @@ def _sniff(path: Path) -> Finding | None:
             "or download or save it again",
             path,
         )
-    if size > MAX_DOCUMENT_XML_BYTES:
-        return block(
-            "docx-too-big",
-            f"{path.name} holds {size:,} bytes of document text once unpacked, more than "
-            f"the {MAX_DOCUMENT_XML_BYTES:,} allowed; split it into smaller documents",
-            path,
+    if declared > DECLARED_LIMIT:
+        # Only what the directory says, and nothing is unpacked: a part that understates
+        # its size is caught by the guard if it is read, and costs nothing if it is not.
+        return _bomb_finding(
+            path, f"it says it unpacks to {size_words(declared)}, more than Word files hold"
         )
     return None
+
+
+def _bomb_finding(path: Path, what: str) -> Finding:
+    return block(
+        "docx-too-big",
+        f"{path.name} is refused: {what} (a zip bomb, or a document too big to read "
+        "safely); open it in Word and save it again, or split it into smaller documents",
+        path,
+    )
 
 
 def _ole_finding(path: Path, data: bytes) -> Finding:
@@ -238,7 +271,7 @@ def _kind_of(path: Path, head: bytes) -> str:
     return "not a zip archive"
 
 
-def _zip_kind(archive: zipfile.ZipFile, names: Sequence[str]) -> str:
+def _zip_kind(archive: GuardedZip, names: Sequence[str]) -> str:
     """What a zip without a Word document part holds, in a few words."""
     present = set(names)
     if "xl/workbook.xml" in present:
@@ -247,7 +280,7 @@ def _zip_kind(archive: zipfile.ZipFile, names: Sequence[str]) -> str:
         return "a PowerPoint presentation (.pptx)"
     if "mimetype" in present:
         try:
-            mimetype = archive.read("mimetype")[:100].decode("ascii", "replace")
+            mimetype = archive.head("mimetype", 100).decode("ascii", "replace")
         except Exception:  # a damaged entry: the kind is unknown, not the error
             mimetype = ""
         kinds = {
@@ -299,10 +332,90 @@ def _read(path: Path) -> tuple[str, list[Block]]:
     """(title, headings and paragraphs in document order) of the Word file `path`."""
     import docx
 
-    document = docx.Document(str(path))
+    document = docx.Document(_word_package(path))
     reader = _Reader(document)
     items = [reader.item(element) for element in _block_elements(document.element.body)]
     return _assemble([i for i in items if i is not None], _core_title(document), path.stem)
+
+
+def _word_package(path: Path) -> io.BytesIO:
+    """The parts of the Word file `path` that this loader reads, as a package of its own.
+
+    python-docx loads every part the relationships reach (pictures, fonts, headers,
+    embedded files) whole into memory, so it is given a copy holding only the main
+    document, its styles and numbering and the core properties, each read through the
+    guard. The relationships to the other parts are dropped; the document's links to
+    the web are kept (they name no part). Raises ZipRefused for a part past a limit.
+    """
+    from docx.opc.constants import RELATIONSHIP_TYPE as RT
+
+    out = io.BytesIO()
+    with (
+        GuardedZip(path, ZIP_LIMITS) as archive,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as package,
+    ):
+        copy = _Copier(archive, package)
+        copy.part(_CONTENT_TYPES, OTHER_PART_BYTES)
+        for reltype, part in copy.relationships("/", {RT.OFFICE_DOCUMENT, RT.CORE_PROPERTIES}):
+            if reltype != RT.OFFICE_DOCUMENT:
+                copy.part(part, OTHER_PART_BYTES)
+                continue
+            copy.part(part, DOCUMENT_PART_BYTES)
+            for _, inner in copy.relationships(part, {RT.STYLES, RT.NUMBERING}, external=True):
+                copy.part(inner, OTHER_PART_BYTES)
+    out.seek(0)
+    return out
+
+
+_CONTENT_TYPES = "/[Content_Types].xml"
+
+
+class _Copier:
+    """Copies parts and filtered relationships from a guarded archive into a new package."""
+
+    def __init__(self, archive: GuardedZip, package: zipfile.ZipFile) -> None:
+        self.archive = archive
+        self.package = package
+        self.written: set[str] = set()
+
+    def part(self, partname: str, limit: int) -> None:
+        """Copy the part `partname` within `limit` bytes, once; a part that is not there
+        is left out, for python-docx to report as it would have."""
+        name = partname.lstrip("/")
+        if name in self.written or not self.archive.has(name):
+            return
+        self.written.add(name)
+        self.package.writestr(name, self.archive.read(name, limit))
+
+    def relationships(
+        self, partname: str, wanted: set[str], external: bool = False
+    ) -> list[tuple[str, str]]:
+        """Copy the relationships of `partname` ("/" for the package) of the `wanted` types
+        (and those to the web, with `external`); return (type, part name) for each part
+        they name."""
+        from docx.opc.packuri import PackURI
+        from lxml import etree
+
+        source = PackURI(partname)
+        name = source.rels_uri.membername
+        if name in self.written or not self.archive.has(name):
+            return []
+        self.written.add(name)
+        # python-docx's own parser settings: no entities expanded; and no network.
+        parser = etree.XMLParser(remove_blank_text=True, resolve_entities=False, no_network=True)
+        rels = etree.fromstring(self.archive.read(name, OTHER_PART_BYTES), parser)
+        targets: list[tuple[str, str]] = []
+        for rel in list(rels):
+            if rel.get("TargetMode") == "External":
+                if not external:
+                    rels.remove(rel)
+            elif rel.get("Type") in wanted:
+                target = PackURI.from_rel_ref(source.baseURI, rel.get("Target", ""))
+                targets.append((rel.get("Type", ""), str(target)))
+            else:
+                rels.remove(rel)
+        self.package.writestr(name, etree.tostring(rels, xml_declaration=True, encoding="UTF-8"))
+        return targets
 
 
 def _block_elements(parent: Any) -> Iterator[Any]:
@@ -328,6 +441,7 @@ def _run_elements(parent: Any) -> Iterator[Any]:
             yield from _run_elements(child)
 
 
+@functools.cache  # a few paths, asked for millions of times in a long document
 def _steps(path: str) -> str:
     return "/".join(f"{_W}{step}" for step in path.split("/"))
 
@@ -475,7 +589,8 @@ class _Reader:
         return self.paragraph(element)
 
     def _read(self, element: Any) -> tuple[CharacterStyle | None, str, list[Run]]:
-        """(style, text as shown with its list number, runs) of the paragraph `element`."""
+        """(style, text as shown with its list number, the runs with text) of the paragraph
+        `element`. Each run's text is read once: python-docx finds it by XPath each time."""
         from docx.text.paragraph import Paragraph
         from docx.text.run import Run
 
@@ -483,8 +598,10 @@ class _Reader:
         style = self.styles.of_paragraph(paragraph)
         number = self.numbers.next(element, style)
         runs = [Run(r, paragraph) for r in _run_elements(element)]
-        text = _clean("".join(r.text for r in runs))
-        return style, (f"{number} {text}" if number and text else text), runs
+        texts = [r.text for r in runs]
+        text = _clean("".join(texts))
+        shown = [r for r, t in zip(runs, texts, strict=True) if t.strip()]
+        return style, (f"{number} {text}" if number and text else text), shown
 
     def paragraph(self, element: Any) -> _Para | None:
         style, shown, runs = self._read(element)
@@ -505,9 +622,8 @@ class _Reader:
         )
         return _Para(shown, level, title, visual)
 
-    def _set_apart(self, style: CharacterStyle | None, runs: Sequence[Run]) -> bool:
+    def _set_apart(self, style: CharacterStyle | None, shown: Sequence[Run]) -> bool:
         """Whether every run with text is bold, or every one is larger than body text."""
-        shown = [r for r in runs if r.text.strip()]
         return bool(shown) and (
             all(self._bold(style, r) for r in shown)
             or all(self._size(style, r) > self.body_size for r in shown)
@@ -572,7 +688,7 @@ class _Reader:
             if shown:
                 parts.append(shown)
                 if bold is None:
-                    bold = self._bold(style, next(r for r in runs if r.text.strip()))
+                    bold = self._bold(style, runs[0])
         self.cells[element] = _CellText(" ".join(parts), bool(bold), element)
         return self.cells[element]
 
