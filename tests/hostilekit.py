@@ -422,16 +422,27 @@ def docx_at_limits(path: Path, document: int, styles: int, numbering: int) -> Pa
 # --- PDF --------------------------------------------------------------------------
 
 
-def pdf_speckle_pages(path: Path, pages: int, side: int = 1200, seed: int = 7) -> Path:
+def pdf_speckle_pages(
+    path: Path, pages: int, side: int = 1200, density: float = 0.5, seed: int = 7
+) -> Path:
     """A PDF of `pages` pages, each drawing the same `side` x `side` image of random
-    black and white noise across the whole page, and no text layer.
+    speckle (each pixel black with probability `density`) across the whole page, and no
+    text layer.
 
-    The image is stored once (1 bit a pixel, deflated: about `side`**2 / 8 bytes), so a
-    5,000-page file stays under half a megabyte; OCR renders and reads every page.
+    The image is stored once (1 bit a pixel, deflated), so a 5,000-page file stays
+    under a megabyte; OCR renders and reads every page, and finds nothing.
     """
     rng = random.Random(seed)
     row_bytes = (side + 7) // 8
-    raw = b"".join(bytes([0]) + rng.randbytes(row_bytes) for _ in range(side))
+
+    def row() -> bytes:
+        bits = [rng.random() >= density for _ in range(row_bytes * 8)]  # 1 is white
+        return bytes([0]) + bytes(
+            sum(bit << (7 - i) for i, bit in enumerate(bits[k : k + 8]))
+            for k in range(0, len(bits), 8)
+        )
+
+    raw = b"".join(row() for _ in range(side))
     image = zlib.compress(raw, 9)
     objects: list[bytes] = []
 
