@@ -309,7 +309,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "fuzz": Benchmark(
         "Fuzzing: loaders, parsers, questions and request bodies",
         "bench/fuzz.py",
-        (*ASK, *EVALUATE, *SERVE, "tests/test_fuzz.py", "examples/regpack"),
+        (*ASK, *EVALUATE, *SERVE, "tests/test_fuzz.py", "tests/hostilekit.py", "examples/regpack"),
     ),
     "pipeline": Benchmark(
         "The pipeline before and after",

@@ -537,7 +537,9 @@ def read_response(sock: socket.socket, seconds: float = 30) -> tuple[int, dict[s
         body += part
     try:
         closed = sock.recv(1) == b""
-    except (ConnectionResetError, TimeoutError):
+    except ConnectionResetError:  # closed while this side was still sending: a reset
+        closed = True
+    except TimeoutError:
         closed = False
     return int(lines[0].split()[1]), json.loads(body), closed
 

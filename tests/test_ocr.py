@@ -13,16 +13,25 @@ import zlib
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 from fpdf import FPDF
 from PIL import Image, ImageDraw, ImageFont
 from pytest import approx
 
 from groundqa.chunking import ChunkerSettings, chunk_documents
+from groundqa.errors import UsageError
 from groundqa.index.open import open_store
 from groundqa.ingestion import ingest
 from groundqa.loaders import load, load_pdf
-from groundqa.loaders.ocr import MAX_IMAGE_PIXELS, read_pages, unavailable, words_to_lines
+from groundqa.loaders._common import pages_named
+from groundqa.loaders.ocr import (
+    MAX_IMAGE_PIXELS,
+    OcrBudget,
+    read_pages,
+    unavailable,
+    words_to_lines,
+)
 from groundqa.models import Document, Finding
 from tests.conftest import ROOT, need_shared, write_small_corpus
 from tests.pdfgen import _assemble
@@ -370,3 +379,127 @@ def test_a_page_whose_images_decode_to_too_many_pixels_is_named_not_rendered(
     assert f"OCR failed on page 1 (its images come to {side * side / 1e6:,.0f} million" in (
         finding.message
     )
+
+
+# ------------------------------------------------------------ the OCR time budget
+
+
+def speckle_image(density: float = 0.05, seed: int = 7) -> Image.Image:
+    """A letter-size page at 150 dpi of sparse black speckle: Tesseract looks for text in
+    it for most of a minute and finds none."""
+    rng = np.random.default_rng(seed)
+    pixels = (rng.random((11 * DPI, int(8.5 * DPI))) >= density) * 255
+    return Image.fromarray(pixels.astype("uint8"), "L").convert("1")
+
+
+def write_scan_then_speckle(path: Path, speckled: int = 3) -> Path:
+    """Page 1 a clear scan, then `speckled` pages of speckle; no text layer anywhere."""
+    first, rest = scan_image(), [speckle_image(seed=n) for n in range(speckled)]
+    first.save(path, "PDF", resolution=DPI, save_all=True, append_images=rest)
+    return path
+
+
+class Heard:
+    """A Reporter that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.said: list[tuple[str, int | None]] = []
+
+    def stage(self, name: str, total: int | None = None) -> None:
+        self.said.append((name, total))
+
+    def advance(self, n: int = 1) -> None:
+        self.said.append(("+", n))
+
+
+def test_pages_are_named_in_runs_and_the_rest_counted() -> None:
+    assert pages_named([3]) == "page 3"
+    assert pages_named([3, 4]) == "pages 3, 4"
+    assert pages_named([2, 3, 4, 9, 11, 12, 13]) == "pages 2-4, 9, 11-13"
+    assert pages_named(list(range(2, 5000))) == "pages 2-4999"
+    assert pages_named(list(range(1, 60, 2)), most=3) == "pages 1, 3, 5 and 27 more"
+
+
+def test_a_budget_is_a_number_of_seconds_or_none() -> None:
+    assert OcrBudget(0, 0).left(1e9) == float("inf")
+    budget = OcrBudget(10, 30)
+    budget.spent_s = 25
+    assert budget.left(2) == 5  # the load's 30 s run out before this file's 10 s
+    assert "--ocr-build-budget" in budget.limit_reached(2)
+    assert "--ocr-budget" in OcrBudget(10, 30).limit_reached(10)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(UsageError, match="--ocr-budget"):
+            OcrBudget(bad, 30)
+
+
+@needs_tesseract
+def test_ocr_stops_at_the_file_budget_and_names_the_pages_it_left(tmp_path: Path) -> None:
+    budget = OcrBudget(file_s=8, build_s=0)
+    (doc,), findings = load_pdf(write_scan_then_speckle(tmp_path / "scan.pdf"), ocr_budget=budget)
+    assert words(SCANNED_PHRASE) in text_of(doc)
+    assert "read page 1 by OCR" in only(findings, "pdf-ocr").message
+    late = only(findings, "pdf-no-text")
+    assert late.severity == "REVIEW"
+    assert re.search(
+        r"pages 2-4 have no text layer \(scanned\?\); OCR stopped after \d+ s, at the 8 s "
+        r"allowed for one file \(--ocr-budget\), with pages 2-4 not read: raise that limit",
+        late.message,
+    ), late.message
+    # Tesseract is stopped when the time runs out, not left to finish its page.
+    assert 8 <= budget.spent_s < 11
+
+
+@needs_tesseract
+def test_one_budget_serves_a_whole_load_and_a_spent_one_reads_nothing_more(
+    tmp_path: Path,
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "notes.md").write_text("# Notes\n\n## Ferry\n\n" + TYPED + "\n")
+    write_scan(corpus / "a.pdf")
+    write_scan(corpus / "b.pdf")
+    heard: list[tuple[str, int, int]] = []
+    budget = OcrBudget(file_s=0, build_s=600, progress=lambda *p: heard.append(p))
+    budget.spent_s = 600  # as if earlier files had used it all
+    loaded = load([corpus], ocr_budget=budget)
+    assert [d.doc_id for d in loaded.documents] == ["notes.md"]
+    blocks = sorted(f.message for f in loaded.findings if f.check == "pdf-no-text")
+    assert len(blocks) == 2
+    for message in blocks:
+        assert "OCR stopped after 0 s, at the 600 s allowed for the whole load" in message
+        assert "(--ocr-build-budget), with page 1 not read" in message
+    assert budget.spent_s == 600  # no page was given to Tesseract
+    assert heard == [("a.pdf", 0, 1), ("a.pdf", 1, 1), ("b.pdf", 0, 1), ("b.pdf", 1, 1)]
+
+
+@needs_tesseract
+def test_ingest_shows_ocr_page_by_page_and_keeps_its_budget_in_the_manifest(
+    tmp_path: Path,
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    write_scan(corpus / "idling.pdf", pages=2)
+    heard = Heard()
+    ingest([corpus], tmp_path / "idx", reporter=heard, ocr_budget=OcrBudget(120, 600))
+    at = heard.said.index(("OCR idling.pdf", 2))
+    assert heard.said[at + 1 : at + 4] == [("+", 1), ("+", 1), ("loading", None)]
+    assert open_store(tmp_path / "idx").manifest.corpus["ocr_budget"] == [120, 600]
+
+
+@needs_tesseract
+def test_cli_takes_the_ocr_budget_and_refuses_one_that_is_not_a_number_of_seconds(
+    tmp_path: Path,
+) -> None:
+    scan = write_scan_then_speckle(tmp_path / "scan.pdf", speckled=2)
+    proc = groundqa("validate", scan, "--ocr-budget", "6", "--json")
+    assert proc.returncode == 0, proc.stderr
+    (late,) = [f for f in json.loads(proc.stdout)["findings"] if f["check"] == "pdf-no-text"]
+    assert (
+        "at the 6 s allowed for one file (--ocr-budget), with pages 2, 3 not read"
+        in (late["message"])
+    )
+    for bad in ("nan", "-1"):
+        proc = groundqa("ingest", scan, "--index", tmp_path / "idx", "--ocr-budget", bad)
+        assert proc.returncode == 2
+        assert "Traceback" not in proc.stderr and "--ocr-budget" in proc.stderr
+        assert not (tmp_path / "idx").exists()

@@ -37,7 +37,7 @@ from groundqa.index.manifest import (
     write_build,
 )
 from groundqa.index.open import is_store_url
-from groundqa.loaders import load
+from groundqa.loaders import OcrBudget, load
 from groundqa.models import Chunk, Document, Finding
 from groundqa.text import Analyzer
 from groundqa.validate import has_blocking, validate
@@ -57,6 +57,22 @@ class NullReporter:
 
     def advance(self, n: int = 1) -> None:
         return None
+
+
+def ocr_progress(reporter: Reporter, after: str = "loading") -> Callable[[str, int, int], None]:
+    """OCR's page-by-page progress as a stage of `reporter`, one per PDF read; when a
+    PDF is done the stage goes back to `after`."""
+
+    def heard(name: str, done: int, total: int) -> None:
+        if done == 0:
+            reporter.stage(f"OCR {name}", total=total)
+        elif done == total:
+            reporter.advance()
+            reporter.stage(after)
+        else:
+            reporter.advance()
+
+    return heard
 
 
 @dataclass(frozen=True)
@@ -151,11 +167,14 @@ def ingest(
     reporter: Reporter | None = None,
     ocr: bool = True,
     follow_links: bool = False,
+    ocr_budget: OcrBudget | None = None,
 ) -> IngestReport:
     """Build (or confirm up to date) the index for `sources` at `index_dir`.
 
     `dense=None` builds a BM25-only index (no embedding model needed); `ocr=False` reports
-    PDF pages without a text layer instead of reading them by OCR; `follow_links` reads
+    PDF pages without a text layer instead of reading them by OCR, and `ocr_budget` says
+    how long OCR may take (the defaults when None; its progress goes to `reporter`
+    unless it has its own); `follow_links` reads
     symbolic links in a corpus folder that point outside it (see `loaders.load`). The
     embedder is loaded first, so a wrong model name fails before the corpus
     is read; a remote embedder that fails mid-build leaves the previous index current.
@@ -167,7 +186,17 @@ def ingest(
     try:
         embedder = None if dense is None else get_embedder(dense.embedder, embedder_options)
         reporter.stage("loading")
-        loaded = load(sources, fmt=fmt, columns=columns, ocr=ocr, follow_links=follow_links)
+        budget = ocr_budget or OcrBudget()
+        if budget.progress is None:
+            budget.progress = ocr_progress(reporter)
+        loaded = load(
+            sources,
+            fmt=fmt,
+            columns=columns,
+            ocr=ocr,
+            follow_links=follow_links,
+            ocr_budget=budget,
+        )
         timings["load"] = time.perf_counter() - started
         t = time.perf_counter()
         reporter.stage("validating")
@@ -184,7 +213,12 @@ def ingest(
             _Build(
                 documents=loaded.documents,
                 findings=findings,
-                corpus={"sources": list(loaded.sources), "format": fmt, "ocr": ocr},
+                corpus={
+                    "sources": list(loaded.sources),
+                    "format": fmt,
+                    "ocr": ocr,
+                    "ocr_budget": [budget.file_s, budget.build_s],
+                },
                 chunker=chunker or ChunkerSettings(),
                 bm25=bm25,
                 dense=dense,

@@ -19,7 +19,7 @@ from groundqa.gate import gate_for
 from groundqa.index.manifest import Manifest
 from groundqa.index.open import open_store
 from groundqa.ingestion import corpus_fingerprint
-from groundqa.loaders import load
+from groundqa.loaders import OcrBudget, load
 from groundqa.text import DEFAULT_ANALYZER
 
 
@@ -65,6 +65,7 @@ def inspect_index(index_dir: str | Path) -> InspectReport:
                 sources,
                 fmt=str(manifest.corpus.get("format", "auto")),
                 ocr=bool(manifest.corpus.get("ocr", True)),
+                ocr_budget=OcrBudget(*manifest.corpus.get("ocr_budget", ())),
             )
         except GroundqaError as exc:
             staleness = f"the sources cannot be re-read: {exc.message}"

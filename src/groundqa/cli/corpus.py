@@ -7,7 +7,8 @@ each parses its options, calls the library and prints or emits what it returns.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
 from rich.markup import escape
@@ -21,13 +22,40 @@ from groundqa.cli.common import (
     parse_pairs,
     progress_bars,
 )
+from groundqa.loaders.ocr import BUILD_BUDGET_S, FILE_BUDGET_S, OcrBudget
 from groundqa.models import Finding
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 no_ocr_option = click.option(
     "--no-ocr",
     is_flag=True,
     help="Do not read PDF pages without a text layer by OCR: report them instead.",
 )
+ocr_budget_options = (
+    click.option(
+        "--ocr-budget",
+        type=click.FloatRange(min=0),
+        default=FILE_BUDGET_S,
+        show_default=True,
+        help="Seconds of OCR one PDF may take (0: no limit); pages past it are named, not read.",
+    ),
+    click.option(
+        "--ocr-build-budget",
+        type=click.FloatRange(min=0),
+        default=BUILD_BUDGET_S,
+        show_default=True,
+        help="Seconds of OCR all the PDFs of one run may take together (0: no limit).",
+    ),
+)
+
+
+def ocr_budget_option(f: F) -> F:
+    for option in reversed(ocr_budget_options):
+        f = option(f)
+    return f
+
+
 follow_links_option = click.option(
     "--follow-links",
     is_flag=True,
@@ -50,6 +78,7 @@ def _print_findings(findings: Sequence[Finding]) -> None:
 @format_option
 @columns_option
 @no_ocr_option
+@ocr_budget_option
 @follow_links_option
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 def validate(
@@ -57,21 +86,29 @@ def validate(
     fmt: str,
     columns: tuple[str, ...],
     no_ocr: bool,
+    ocr_budget: float,
+    ocr_build_budget: float,
     follow_links: bool,
     as_json: bool,
 ) -> None:
     """Check a corpus without indexing it. Exit 1 when a BLOCK finding would stop ingest."""
+    from groundqa.ingestion import ocr_progress
     from groundqa.loaders import load
     from groundqa.validate import has_blocking
     from groundqa.validate import validate as run_validation
 
-    loaded = load(
-        sources,
-        fmt=fmt,
-        columns=parse_pairs(columns, "--columns") or None,
-        ocr=not no_ocr,
-        follow_links=follow_links,
-    )
+    budget = OcrBudget(ocr_budget, ocr_build_budget)
+    with progress_bars(not as_json) as reporter:
+        if reporter is not None:
+            budget.progress = ocr_progress(reporter, after="reading")
+        loaded = load(
+            sources,
+            fmt=fmt,
+            columns=parse_pairs(columns, "--columns") or None,
+            ocr=not no_ocr,
+            follow_links=follow_links,
+            ocr_budget=budget,
+        )
     findings = run_validation(loaded.documents, load_findings=loaded.findings)
     blocking = has_blocking(findings)
     counts = {s: sum(1 for f in findings if f.severity == s) for s in ("BLOCK", "REVIEW")}
@@ -110,6 +147,7 @@ def validate(
 @format_option
 @columns_option
 @no_ocr_option
+@ocr_budget_option
 @follow_links_option
 @click.option(
     "--no-dense",
@@ -158,6 +196,8 @@ def ingest(
     fmt: str,
     columns: tuple[str, ...],
     no_ocr: bool,
+    ocr_budget: float,
+    ocr_build_budget: float,
     follow_links: bool,
     no_dense: bool,
     embedder: str,
@@ -187,6 +227,7 @@ def ingest(
             force=force,
             reporter=reporter,
             ocr=not no_ocr,
+            ocr_budget=OcrBudget(ocr_budget, ocr_build_budget),
             follow_links=follow_links,
         )
     if as_json:

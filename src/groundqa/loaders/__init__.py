@@ -44,6 +44,7 @@ from groundqa.loaders.docx import DOCX_SUFFIXES, load_docx
 from groundqa.loaders.html import HTML_SUFFIXES, load_html
 from groundqa.loaders.markdown import load_markdown
 from groundqa.loaders.obliqa import load_obliqa
+from groundqa.loaders.ocr import OcrBudget
 from groundqa.loaders.pdf import PDF_SUFFIXES, load_pdf
 from groundqa.loaders.sidecar import is_metadata_file, with_metadata
 from groundqa.loaders.text import TEXT_SUFFIXES, load_text
@@ -52,6 +53,7 @@ from groundqa.models import Document, Finding
 __all__ = [
     "FORMATS",
     "LoadResult",
+    "OcrBudget",
     "detect_format",
     "load",
     "load_beir",
@@ -225,12 +227,17 @@ def _unsupported(path: Path) -> Finding:
 
 
 def _load_file(
-    path: Path, fmt: str, root: Path | None, columns: Mapping[str, str] | None, ocr: bool
+    path: Path,
+    fmt: str,
+    root: Path | None,
+    columns: Mapping[str, str] | None,
+    ocr: bool,
+    ocr_budget: OcrBudget,
 ) -> Loaded:
     loaders: dict[str, Callable[[], Loaded]] = {
         "markdown": lambda: load_markdown(path, root=root),
         "csv": lambda: load_csv(path, columns=columns),
-        "pdf": lambda: load_pdf(path, root=root, ocr=ocr),
+        "pdf": lambda: load_pdf(path, root=root, ocr=ocr, ocr_budget=ocr_budget),
         "html": lambda: load_html(path, root=root),
         "docx": lambda: load_docx(path, root=root),
         "text": lambda: load_text(path, root=root),
@@ -259,11 +266,13 @@ def load(
     ocr: bool = True,
     *,
     follow_links: bool = False,
+    ocr_budget: OcrBudget | None = None,
 ) -> LoadResult:
     """Load every file under `sources` (files and folders) as `fmt` (`auto` detects).
 
     `columns` maps CSV roles (`id`, `title`, `text`) to column names. `ocr` reads PDF
-    pages without a text layer by OCR; off, they are reported instead. A symbolic link
+    pages without a text layer by OCR, within `ocr_budget` (one budget for the whole load;
+    the defaults when None); off, they are reported instead. A symbolic link
     found in a folder (a document, or a metadata file beside one) is read only when it
     points inside the folder named, or with `follow_links`; the others are named in a
     REVIEW finding. A path named in `sources` is read wherever it points. Raises LoadError
@@ -284,6 +293,7 @@ def load(
         if path.resolve() not in {p.resolve() for p in paths}:
             paths.append(path)
 
+    ocr_budget = ocr_budget or OcrBudget()
     documents: list[Document] = []
     findings: list[Finding] = []
     read: set[str] = set()
@@ -299,7 +309,7 @@ def load(
                     + "; point at the folder that holds the corpus or pass --format"
                 )
             for file, file_fmt in plan.files:
-                docs, found = _load_file(file, file_fmt, path, columns, ocr)
+                docs, found = _load_file(file, file_fmt, path, columns, ocr, ocr_budget)
                 roots.update((d.source, path.resolve()) for d in docs)
                 documents.extend(docs)
                 findings.extend(found)
@@ -312,7 +322,7 @@ def load(
         if kind is None:
             findings.append(_unsupported(path))
             continue
-        docs, found = _load_file(path, kind, None, columns, ocr)
+        docs, found = _load_file(path, kind, None, columns, ocr, ocr_budget)
         documents.extend(docs)
         findings.extend(found)
         read.add(source_of(path))

@@ -57,6 +57,24 @@ def source_of(path: Path) -> str:
     return path.resolve().as_posix()
 
 
+def pages_named(numbers: Sequence[int], most: int = 20) -> str:
+    """ "page 3", "pages 3, 4", with runs of three or more as ranges ("pages 2-4999, 5001");
+    past `most` parts, the rest are counted ("and 12 more")."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    parts = [
+        part
+        for run in runs
+        for part in ([f"{run[0]}-{run[-1]}"] if len(run) > 2 else [str(n) for n in run])
+    ]
+    more = f" and {len(parts) - most} more" if len(parts) > most else ""
+    return ("page " if len(numbers) == 1 else "pages ") + ", ".join(parts[:most]) + more
+
+
 def doc_id_of(path: Path, root: Path | None) -> str:
     """A file's document id (and the file part of its section ids): its path relative to
     `root`, the folder that was loaded; just the file name when `root` is None."""

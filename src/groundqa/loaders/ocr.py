@@ -12,7 +12,10 @@ English language data, pytesseract or pypdfium2 not installed): `unavailable()` 
 in one sentence with what to do, and the loader turns that into a finding. It reads only
 the pages it is given: a page with a text layer, including one a scanner's own OCR wrote,
 is never read again. It does not correct or drop words it is unsure of: the confidence is
-reported, the text kept as read.
+reported, the text kept as read. It does not run without bound: an `OcrBudget` gives it
+so many seconds for one file and so many for every file of one load (a small PDF can
+hold thousands of pages that each take Tesseract most of a minute), and the pages it had
+no time for are named in the loader's finding with the setting that would read them.
 """
 
 from __future__ import annotations
@@ -23,12 +26,13 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from groundqa.loaders._common import source_of
+from groundqa.errors import UsageError
+from groundqa.loaders._common import pages_named, source_of
 from groundqa.models import Finding
 
 DPI = 300
@@ -46,6 +50,12 @@ MAX_IMAGE_PIXELS = 150_000_000
 PAGE_SEGMENTATION = 3
 # A page that takes longer than this is abandoned (and named), not waited on for ever.
 PAGE_TIMEOUT_S = 180
+# Seconds of OCR one file may take, and all the files of one load (0: no limit). A clear
+# typewritten page takes about 6 s on 2 cores (the 4-page Coventry scan, 24 s); a page of
+# noise can take Tesseract 40 s or more. Past either, the pages left are named, not read.
+FILE_BUDGET_S = 45.0
+BUILD_BUDGET_S = 900.0
+OUT_OF_TIME = "no OCR time left"
 # Pages whose mean word confidence is under this share (in %) are named for a check.
 LOW_CONFIDENCE = 60.0
 # Pages named in a finding; the rest are counted.
@@ -74,6 +84,48 @@ class PageText:
     @property
     def text(self) -> str:
         return "\n".join(self.lines)
+
+
+# Told which file is being read and how far it has got: (file name, pages read, pages).
+OcrProgress = Callable[[str, int, int], None]
+
+
+@dataclass
+class OcrBudget:
+    """How long OCR may run: `file_s` seconds on one file, `build_s` on all the files of
+    one load (0 for no limit), and what it has spent so far. One budget is shared by
+    every PDF of a load; `progress`, when set, hears of every page as it is read.
+    """
+
+    file_s: float = FILE_BUDGET_S
+    build_s: float = BUILD_BUDGET_S
+    progress: OcrProgress | None = None
+    spent_s: float = field(default=0.0, init=False)
+
+    def __post_init__(self) -> None:
+        for value in (self.file_s, self.build_s):
+            if not 0 <= value < math.inf:  # NaN too
+                raise UsageError(
+                    f"an OCR budget is a number of seconds, 0 for no limit, not {value}: "
+                    "pass --ocr-budget and --ocr-build-budget as 0 or more"
+                )
+
+    def left(self, file_spent: float) -> float:
+        """Seconds left for a file that has had `file_spent` (inf when neither limit is set)."""
+        left = math.inf
+        if self.file_s:
+            left = self.file_s - file_spent
+        if self.build_s:
+            left = min(left, self.build_s - self.spent_s)
+        return left
+
+    def limit_reached(self, file_spent: float) -> str:
+        """The limit that ran out first, with the setting that raises it, for a finding."""
+        file_left = self.file_s - file_spent if self.file_s else math.inf
+        build_left = self.build_s - self.spent_s if self.build_s else math.inf
+        if build_left <= file_left:
+            return f"the {self.build_s:g} s allowed for the whole load (--ocr-build-budget)"
+        return f"the {self.file_s:g} s allowed for one file (--ocr-budget)"
 
 
 def unavailable() -> str | None:
@@ -117,15 +169,23 @@ def _probe(command: str) -> str | None:
 
 
 def read_pages(
-    path: Path, pages: Sequence[int], *, dpi: int = DPI, psm: int = PAGE_SEGMENTATION
+    path: Path,
+    pages: Sequence[int],
+    *,
+    dpi: int = DPI,
+    psm: int = PAGE_SEGMENTATION,
+    budget: OcrBudget | None = None,
 ) -> list[PageText]:
     """OCR the 1-based `pages` of the PDF `path`, one PageText each, in the order given.
 
     Call `unavailable()` first. A page that cannot be rendered or read comes back with
-    its `problem` set and no lines; the other pages are still read.
+    its `problem` set and no lines; the other pages are still read. With a `budget`, a
+    page is given only the time left (Tesseract is stopped when it runs out), and the
+    pages after it come back unread with the problem OUT_OF_TIME.
     """
     import pypdfium2 as pdfium
 
+    budget = budget or OcrBudget(0, 0)
     results: list[PageText] = []
     try:
         with _PDFIUM_LOCK:
@@ -133,20 +193,36 @@ def read_pages(
     except Exception as exc:  # PdfiumError, or OSError for an unreadable file
         reason = f"PDFium cannot open it: {_brief(exc)}"
         return [PageText(n, (), 0.0, 0, 0.0, reason) for n in pages]
+    spent = 0.0
     try:
-        for number in pages:
-            results.append(_read_page(document, number, dpi, psm))
+        for done, number in enumerate(pages):
+            if budget.progress is not None:
+                budget.progress(path.name, done, len(pages))
+            left = budget.left(spent)
+            if left <= 0:
+                results.append(PageText(number, (), 0.0, 0, 0.0, OUT_OF_TIME))
+                continue
+            page = _read_page(document, number, dpi, psm, min(PAGE_TIMEOUT_S, left))
+            spent += page.seconds
+            budget.spent_s += page.seconds
+            if page.problem and budget.left(spent) <= 0:
+                page = PageText(number, (), 0.0, 0, page.seconds, OUT_OF_TIME)
+            results.append(page)
+        if budget.progress is not None:
+            budget.progress(path.name, len(pages), len(pages))
     finally:
         with _PDFIUM_LOCK:
             document.close()
     return results
 
 
-def _read_page(document: Any, number: int, dpi: int, psm: int) -> PageText:
+def _read_page(document: Any, number: int, dpi: int, psm: int, timeout: float) -> PageText:
     started = time.perf_counter()
     try:
         image, rendered_dpi = _render(document, number, dpi)
-        data = _tesseract(image, rendered_dpi, psm)
+        data = _tesseract(
+            image, rendered_dpi, psm, max(timeout - (time.perf_counter() - started), 0.1)
+        )
     except Exception as exc:  # a page PDFium cannot draw, Tesseract failing or timing out
         return PageText(number, (), 0.0, 0, time.perf_counter() - started, _brief(exc))
     lines, confidences = words_to_lines(data)
@@ -191,7 +267,7 @@ def _image_pixels(page: Any) -> int:
     return total
 
 
-def _tesseract(image: Any, dpi: int, psm: int) -> dict[str, list[Any]]:
+def _tesseract(image: Any, dpi: int, psm: int, timeout: float) -> dict[str, list[Any]]:
     import pytesseract
 
     result: dict[str, list[Any]] = pytesseract.image_to_data(
@@ -199,7 +275,7 @@ def _tesseract(image: Any, dpi: int, psm: int) -> dict[str, list[Any]]:
         lang=LANGUAGE,
         config=f"--psm {psm} --dpi {dpi}",
         output_type=pytesseract.Output.DICT,
-        timeout=PAGE_TIMEOUT_S,
+        timeout=timeout,
     )
     return result
 
@@ -247,9 +323,16 @@ class ScannedPages:
 
 
 def read_scanned(
-    path: Path, doc_id: str, texts: Sequence[str], scanned: Sequence[int], *, enabled: bool
+    path: Path,
+    doc_id: str,
+    texts: Sequence[str],
+    scanned: Sequence[int],
+    *,
+    enabled: bool,
+    budget: OcrBudget | None = None,
 ) -> ScannedPages:
-    """Read the 1-based `scanned` pages of `path` by OCR when `enabled` and OCR can run."""
+    """Read the 1-based `scanned` pages of `path` by OCR when `enabled` and OCR can run,
+    within `budget` (the defaults when None)."""
     texts = list(texts)
     everything = not any(t.strip() for t in texts)
     if not scanned:
@@ -261,13 +344,21 @@ def read_scanned(
     if reason is not None:
         rest = f", or {OCR_ELSEWHERE}" if everything else " or pass --no-ocr"
         return ScannedPages(texts, list(scanned), reason + rest, [])
-    read = read_pages(path, scanned)
+    budget = budget or OcrBudget()
+    read = read_pages(path, scanned, budget=budget)
     done = [p for p in read if p.lines]
     for page in done:
         texts[page.page - 1] = page.text
     unread = [p.page for p in read if not p.lines]
-    failed = [p for p in read if p.problem]
-    if failed:
+    late = [p.page for p in read if p.problem == OUT_OF_TIME]
+    failed = [p for p in read if p.problem and p.problem != OUT_OF_TIME]
+    if late:
+        spent = sum(p.seconds for p in read)
+        advice = (
+            f"OCR stopped after {spent:.0f} s, at {budget.limit_reached(spent)}, with "
+            f"{pages_named(late)} not read: raise that limit (0 for none), or {OCR_ELSEWHERE}"
+        )
+    elif failed:
         advice = f"OCR failed on page {failed[0].page} ({failed[0].problem}); {OCR_ELSEWHERE}"
     else:
         advice = f"OCR read no words there (blank, or a picture?); {OCR_ELSEWHERE}"

@@ -68,7 +68,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from groundqa.lexicon import DIVISION_HEADING
-from groundqa.loaders._common import block, doc_id_of, source_of
+from groundqa.loaders._common import block, doc_id_of, pages_named, source_of
+from groundqa.loaders.ocr import OcrBudget, read_scanned
 from groundqa.loaders.pdf_furniture import FUNCTION_WORD as _FUNCTION_WORD
 from groundqa.loaders.pdf_furniture import NEW_BLOCK as _NEW_BLOCK
 from groundqa.loaders.pdf_furniture import furniture_finding, strip_furniture
@@ -154,7 +155,11 @@ class _Unreadable(Exception):
 
 
 def load_pdf(
-    path: Path, root: Path | None = None, max_pages: int = MAX_PAGES, ocr: bool = True
+    path: Path,
+    root: Path | None = None,
+    max_pages: int = MAX_PAGES,
+    ocr: bool = True,
+    ocr_budget: OcrBudget | None = None,
 ) -> tuple[list[Document], list[Finding]]:
     """One Document for the PDF `path`, and the findings met on the way.
 
@@ -162,7 +167,8 @@ def load_pdf(
     folder that was loaded; just the file name when `root` is None. A file that cannot
     be read (corrupt, encrypted, over `max_pages` pages, no text at all) yields no
     Document and one BLOCK finding. With `ocr`, pages without a text layer are read by
-    OCR (see `loaders.ocr`); without it, or where OCR cannot run, they are reported.
+    OCR (see `loaders.ocr`) within `ocr_budget` (the defaults when None); without it,
+    where OCR cannot run, or past the budget, they are reported.
     """
     name = doc_id_of(path, root)
     try:
@@ -185,9 +191,7 @@ def load_pdf(
     scanned = [i + 1 for i, t in enumerate(texts) if not t.strip() and has_content[i]]
     # --- OCR: pages without a text layer are read from their image (`loaders.ocr`);
     # `scanned` keeps the pages it could not read, `advice` says what to do about them.
-    from groundqa.loaders.ocr import read_scanned
-
-    by_ocr = read_scanned(path, name, texts, scanned, enabled=ocr)
+    by_ocr = read_scanned(path, name, texts, scanned, enabled=ocr, budget=ocr_budget)
     texts, scanned, advice = by_ocr.texts, by_ocr.unread, by_ocr.advice
     findings.extend(by_ocr.findings)
     # --- end of OCR
@@ -477,12 +481,9 @@ def _capitals_block(text: str) -> str:
 
 
 def _pages_phrase(pages: Sequence[int], verb: bool = True) -> str:
-    """ "page 3 has", "pages 3, 4 have" (without `verb`: "page 3", "pages 3, 4")."""
-    shown = ", ".join(str(p) for p in pages[:20])
-    more = f" and {len(pages) - 20} more" if len(pages) > 20 else ""
-    one = len(pages) == 1
-    phrase = f"page {shown}" if one else f"pages {shown}{more}"
-    return f"{phrase} {'has' if one else 'have'}" if verb else phrase
+    """ "page 3 has", "pages 3, 4 have", "pages 2-9 have" (without `verb`: no verb)."""
+    phrase = pages_named(pages)
+    return f"{phrase} {'has' if len(pages) == 1 else 'have'}" if verb else phrase
 
 
 # --- cleaning ---------------------------------------------------------------------
