@@ -70,10 +70,10 @@ def main() -> int:
     audit.run()
     generation.run()
     pipeline.run()
-    # Hardening: every kill point of two stores (~15 min), the fuzz targets (~10 min), and
-    # a 10-minute soak with rebuilds under load.
+    # Hardening: every kill point of two stores (~15 min), the fuzz targets (~10 min), the
+    # hostile files before and after their fixes, and a 10-minute soak with rebuilds under load.
     crash.run()
-    fuzz.run()
+    fuzz.run(with_hostile=True)
     soak.run()
     total = time.perf_counter() - started
     RESULTS.mkdir(parents=True, exist_ok=True)
