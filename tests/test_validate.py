@@ -11,6 +11,7 @@ import json
 import random
 import re
 import time
+import tracemalloc
 from collections import Counter
 from pathlib import Path
 
@@ -370,6 +371,22 @@ def test_near_duplicate_scales_and_finds_every_planted_pair() -> None:
     elapsed = time.perf_counter() - start
     assert [(i, j) for i, j, _ in pairs] == planted
     assert elapsed < 3.0
+
+
+def test_one_very_long_section_is_compared_without_a_list_of_all_its_words() -> None:
+    # A 52 MB Markdown section once took `validate` to 1.1 GB: every word of every text
+    # was held as one list before shingling. Now a text is read a block at a time and
+    # shingled in batches, so the peak is a few arrays of its words' ids.
+    long = _prose(7, 1_600_000)  # about 10 MB of text
+    copy = long[:20_000] + " edit " + long[20_000:40_000]
+    tracemalloc.start()
+    try:
+        pairs = near_duplicate_pairs([long, _prose(8), copy, long[:40_000]])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [(i, j) for i, j, _ in pairs] == [(2, 3)]
+    assert peak < 10 * len(long), f"{peak / 1e6:.0f} MB traced for {len(long) / 1e6:.0f} MB"
 
 
 # --------------------------------------------------------------------- validate

@@ -395,43 +395,85 @@ def _mix(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     return x ^ (x >> np.uint64(31))
 
 
+# Texts are shingled in batches of about this many words, and read this many characters
+# at a time, so that one very long section (a 52 MB log) never becomes one list of
+# millions of words or a dozen arrays of them at once.
+_BATCH_WORDS = 1_000_000
+_BLOCK_CHARS = 1 << 20
+_SPACE = re.compile(r"\s")
+
+
+def _word_ids(text: str, ids: dict[str, int]) -> npt.NDArray[np.uint64]:
+    """`text`'s whitespace tokens, lower-cased, as ids in `ids` (first-seen order, added
+    to as new words come), read a block of `_BLOCK_CHARS` at a time."""
+    parts = []
+    start = 0
+    while start < len(text):
+        end = start + _BLOCK_CHARS
+        if end < len(text):
+            space = _SPACE.search(text, end)
+            end = space.start() if space else len(text)
+        words = text[start:end].lower().split()
+        parts.append(
+            np.fromiter(
+                (ids.setdefault(w, len(ids)) for w in words), dtype=np.uint64, count=len(words)
+            )
+        )
+        start = end
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+
+
 def _shingle_sets(texts: Sequence[str], min_words: int) -> list[npt.NDArray[np.uint64] | None]:
     """Each text's distinct word 3-grams as sorted 64-bit codes (None if too short).
 
-    All texts are shingled in one vectorised pass; a word id is its first-seen
-    order, so codes are stable across runs (Python's str hash is salted).
+    Texts are shingled a batch at a time in one vectorised pass; a word id is its
+    first-seen order, so codes are stable across runs (Python's str hash is salted).
     """
     # Whitespace tokens, punctuation and all: both texts of a pair go through the same
     # tokeniser, which is all Jaccard needs, and str.split is the fastest there is.
-    words = [t.lower().split() for t in texts]
-    keep = [len(w) >= max(min_words, _SHINGLE) for w in words]
-    kept = [w for w, k in zip(words, keep, strict=True) if k]
+    ids: dict[str, int] = {}
+    words = [_word_ids(t, ids) for t in texts]
     out: list[npt.NDArray[np.uint64] | None] = [None] * len(texts)
-    if not kept:
-        return out
-    ids = {w: i for i, w in enumerate(dict.fromkeys(itertools.chain.from_iterable(kept)))}
+    batch: list[int] = []
+    size = 0
+    for slot, w in enumerate(words):
+        if len(w) < max(min_words, _SHINGLE):
+            continue
+        batch.append(slot)
+        size += len(w)
+        if size >= _BATCH_WORDS:
+            _shingle_batch([words[i] for i in batch], batch, out)
+            batch, size = [], 0
+    if batch:
+        _shingle_batch([words[i] for i in batch], batch, out)
+    return out
+
+
+def _shingle_batch(
+    kept: Sequence[npt.NDArray[np.uint64]],
+    slots: Sequence[int],
+    out: list[npt.NDArray[np.uint64] | None],
+) -> None:
+    """The shingle sets of the word-id arrays `kept`, put in `out` at `slots`."""
     lengths = np.array([len(w) for w in kept], dtype=np.int64)
-    flat = np.fromiter(
-        map(ids.__getitem__, itertools.chain.from_iterable(kept)),
-        dtype=np.uint64,
-        count=int(lengths.sum()),
-    )
-    owner = np.repeat(np.arange(len(kept)), lengths)
+    flat = np.concatenate(kept)
+    owner = np.repeat(np.arange(len(kept), dtype=np.int32), lengths)
     valid = owner[:-2] == owner[2:]  # a shingle may not run across two texts
     code = _mix(flat[:-2] + np.uint64(1))
     code = _mix(code ^ (flat[1:-1] + np.uint64(0x9E3779B97F4A7C15)))
     code = _mix(code ^ (flat[2:] + np.uint64(0x632BE59BD9B4E019)))
+    del flat
     code, owner = code[valid], owner[:-2][valid]
+    del valid
     order = np.lexsort((code, owner))
     code, owner = code[order], owner[order]
+    del order
     first = np.ones(len(code), dtype=bool)
     first[1:] = (code[1:] != code[:-1]) | (owner[1:] != owner[:-1])
     code, owner = code[first], owner[first]
     bounds = np.flatnonzero(np.diff(owner)) + 1
-    slots = [i for i, k in enumerate(keep) if k]
     for slot, part in zip(slots, np.split(code, bounds), strict=True):
         out[slot] = part
-    return out
 
 
 def near_duplicate_pairs(
