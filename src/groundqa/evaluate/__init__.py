@@ -3,7 +3,8 @@
 `evaluate_probes` runs a probe set (see `probes`) through an Engine, and
 `compare_retrievers` through each retriever of one;
 `evaluate_beir` scores a BEIR corpus with its qrels; `metrics` holds the pure
-metric functions both use; `report` writes Markdown, JSON and plots.
+metric functions both use; `report` writes Markdown, JSON and plots; `synthetic`
+makes probes from a corpus's own text, labelled by how they were made.
 """
 
 from groundqa.evaluate.harness import (
@@ -19,6 +20,7 @@ from groundqa.evaluate.harness import (
     summarise,
 )
 from groundqa.evaluate.probes import Probe, load_probes
+from groundqa.evaluate.synthetic import SyntheticProbes, make_probes
 
 __all__ = [
     "DEFAULT_KS",
@@ -26,10 +28,12 @@ __all__ = [
     "EvalReport",
     "Probe",
     "ProbeResult",
+    "SyntheticProbes",
     "check_expected",
     "compare_retrievers",
     "evaluate_probes",
     "load_probes",
+    "make_probes",
     "plateau",
     "report_notes",
     "summarise",
