@@ -160,6 +160,21 @@ BENCHMARKS: dict[str, Benchmark] = {
             *REGPACK,
         ),
     ),
+    "synthetic": Benchmark(
+        "Gates fitted on probes made from the corpus alone",
+        "bench/synthetic.py",
+        (
+            *ASK,
+            *EMBED,
+            *EVALUATE,
+            "bench/gate.py",
+            "bench/dense.py",
+            "bench/retrieval.py",
+            "bench/seeds.py",
+            "bench/city_guides.probes.jsonl",
+            *REGPACK,
+        ),
+    ),
     "default_training": Benchmark(
         "The lexical default gate refitted on training data",
         "bench/default_training.py",

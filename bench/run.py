@@ -40,6 +40,7 @@ import scope
 import serve_load
 import slow_clients
 import soak
+import synthetic
 from _common import RESULTS
 
 
@@ -58,6 +59,7 @@ def main() -> int:
     reader.run()
     gate.run()
     default_training.run()
+    synthetic.run()
     embedder.run()
     serve_load.run()
     slow_clients.run()

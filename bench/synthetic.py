@@ -1,0 +1,307 @@
+"""Gates fitted on probes made from a corpus alone, against gates calibrated on its real questions.
+
+For every corpus with real questions we can see (the example corpus, the city guides,
+Natech, ObliQA dev, ClapNQ's shared half), and each way of making questions from text
+(`groundqa.evaluate.synthetic`, `keywords` and `heading`):
+
+1. make probes from the corpus alone (answerable, near misses with their sentences
+   removed, out of scope), index the corpus they come with, and fit a gate on them
+   (the lexical reader's seven features, as `calibrate` fits one);
+2. apply that gate, model and threshold as fitted, to the corpus's real questions over
+   an index of the whole corpus;
+3. beside it, in the same run: the built-in default gate (what a new index gets today)
+   and, where the real questions hold both kinds, a gate calibrated on those very
+   questions (nested cross-validation, paraphrase groups kept together).
+
+The closer a synthetic gate's refusals come to the calibrated gate's, the better the
+question maker: `gap` is the mean, over the kinds of question present, of the absolute
+difference in the share refused end to end. Natech and ObliQA dev have answerable
+questions only: there the figure is false refusal, against the default's. The features
+of synthetic and real questions are shown side by side (medians by kind).
+
+Every build is BM25-only and read with the lexical reader: the gate it fits is the
+default's kind, and a build of ObliQA with vectors would cost more than it tells.
+Nothing is fitted on the real questions except the calibrated row.
+
+    python bench/synthetic.py   # (part of `make bench`)
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import ROOT, WORK, machine, shared_path, write_result
+from gate import _clapnq_corpus, _obliqa_probes, probability
+from groundqa.engine import Engine
+from groundqa.evaluate import load_probes
+from groundqa.evaluate.calibrate import ProbeFeatures, fit_report, judged, probe_features
+from groundqa.evaluate.probes import KINDS, Probe
+from groundqa.evaluate.synthetic import METHODS, make_probes
+from groundqa.gate import DEFAULT_GATE
+from groundqa.ingestion import ingest, ingest_documents
+from groundqa.loaders import load
+
+SYN_WORK = WORK / "synthetic"
+PROBES = 400
+# Each method's probes are made and fitted under each seed; its row pools the seeds, so
+# that one lucky or unlucky sample does not decide between the methods.
+SEEDS = (0, 1, 2)
+SHOWN_FEATURES = ("coverage", "coverage_top1", "bm25_top", "bm25_margin", "sentence_coverage")
+
+
+def corpora() -> dict[str, tuple[list[Path], str, list[Probe]]]:
+    """name -> (sources, format, real questions), for each corpus whose data is here."""
+    from seeds import city_guides_probes, natech_probes
+
+    out: dict[str, tuple[list[Path], str, list[Probe]]] = {
+        "example corpus": (
+            [ROOT / "examples" / "regpack"],
+            "auto",
+            load_probes(ROOT / "examples" / "regpack.probes.jsonl"),
+        )
+    }
+    guides = shared_path("corpora", "city_guides")
+    if guides is not None:
+        own = load_probes(ROOT / "bench" / "city_guides.probes.jsonl")
+        seeds = city_guides_probes(guides / "questions.json", guides)
+        out["city guides"] = ([guides], "auto", own + seeds)
+    natech = shared_path("corpora", "natech")
+    if natech is not None:
+        out["Natech"] = ([natech / "guidance.csv"], "auto", natech_probes(natech / "probes.json"))
+    obliqa = shared_path("bench", "obliqa")
+    if obliqa is not None:
+        out["ObliQA dev"] = (
+            [obliqa / "StructuredRegulatoryDocuments"],
+            "obliqa",
+            _obliqa_probes(obliqa),
+        )
+    clapnq = shared_path("bench", "clapnq")
+    if clapnq is not None:
+        corpus, probes = _clapnq_corpus(clapnq)
+        out["ClapNQ shared half"] = ([corpus], "beir", probes)
+    return out
+
+
+def _shares(result: dict[str, Any]) -> dict[str, float]:
+    return {kind: o["refused"] / o["n"] for kind, o in result["outcome"].items() if o["n"]}
+
+
+def gap(result: dict[str, Any], reference: dict[str, Any]) -> float:
+    """Mean absolute difference in the share refused end to end, over the kinds in both."""
+    mine, theirs = _shares(result), _shares(reference)
+    kinds = [k for k in KINDS if k in mine and k in theirs]
+    return round(sum(abs(mine[k] - theirs[k]) for k in kinds) / len(kinds), 4) if kinds else 0.0
+
+
+def pooled(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """`judged` results of one method under several seeds as one: counts summed, AUC the
+    mean, and the range of the share of answerable questions refused."""
+    outcome: dict[str, dict[str, int]] = {}
+    for run in runs:
+        for kind, o in run["outcome"].items():
+            into = outcome.setdefault(kind, dict.fromkeys(o, 0))
+            for key, value in o.items():
+                into[key] += value
+    shares = [
+        r["outcome"]["answerable"]["refused"] / r["outcome"]["answerable"]["n"]
+        for r in runs
+        if r["outcome"].get("answerable", {}).get("n")
+    ]
+    return {
+        "auc": round(statistics.fmean(r["auc"] for r in runs), 4),
+        "outcome": outcome,
+        "seeds": len(runs),
+        "answerable_refused_range": [round(min(shares), 4), round(max(shares), 4)]
+        if shares
+        else None,
+    }
+
+
+def medians(data: ProbeFeatures) -> dict[str, dict[str, float]]:
+    """kind -> feature -> median, for the features shown."""
+    out: dict[str, dict[str, float]] = {}
+    kinds = np.asarray(data.kinds)
+    for kind in KINDS:
+        rows = kinds == kind
+        if rows.any():
+            out[kind] = {
+                f: round(float(np.median(data.x[rows, data.names.index(f)])), 3)
+                for f in SHOWN_FEATURES
+            }
+    return out
+
+
+def measure(name: str, sources: Sequence[Path], fmt: str, real: Sequence[Probe]) -> dict[str, Any]:
+    started = time.perf_counter()
+    slug = name.lower().replace(" ", "_")
+    index = SYN_WORK / slug / "corpus"
+    ingest(list(sources), index, fmt=fmt, dense=None)
+    real_data = probe_features(Engine.open(index, reader="lexical"), real)
+    p_default = probability(DEFAULT_GATE, real_data)
+    rows: dict[str, Any] = {
+        "default": judged(real_data, p_default < DEFAULT_GATE.threshold, p_default)
+    }
+    both = len(set(real_data.y.tolist())) == 2
+    if both:
+        rows["calibrated on these questions (CV)"] = fit_report(real_data).results["calibrated"]
+    features = {"real": medians(real_data)}
+    documents = load(list(sources), fmt=fmt).documents
+    ours = all(Path(s).resolve().is_relative_to(ROOT / "examples") for s in sources)
+    made: dict[str, Any] = {}
+    for method in METHODS:
+        per_seed = []
+        for seed in SEEDS:
+            t = time.perf_counter()
+            synthetic = make_probes(documents, n=PROBES, method=method, seed=seed)
+            make_s = time.perf_counter() - t
+            syn_index = SYN_WORK / slug / f"{method}-{seed}"
+            ingest_documents(synthetic.documents, syn_index, dense=None)
+            syn_data = probe_features(Engine.open(syn_index, reader="lexical"), synthetic.probes)
+            report = fit_report(syn_data)
+            p = probability(report.gate, real_data)
+            per_seed.append(judged(real_data, p < report.gate.threshold, p))
+            if seed == SEEDS[0]:
+                features[method] = medians(syn_data)
+                made[method] = {
+                    "counts": synthetic.counts(),
+                    "removed_sentences": len(synthetic.removed),
+                    "make_seconds": round(make_s, 2),
+                    "synthetic_cv_auc": report.results["calibrated"]["auc"],
+                    "threshold": round(report.gate.threshold, 4),
+                    # Only for text of our own: the other corpora's words stay in ../shared.
+                    "examples": [
+                        {"kind": p.kind, "question": p.question}
+                        for kind in KINDS
+                        for p in [q for q in synthetic.probes if q.kind == kind][:3]
+                    ]
+                    if ours
+                    else [],
+                }
+        row = pooled(per_seed)
+        if both:
+            row["gap"] = gap(row, rows["calibrated on these questions (CV)"])
+        rows[f"fitted on {method} probes"] = row
+    if both:
+        rows["default"]["gap"] = gap(rows["default"], rows["calibrated on these questions (CV)"])
+    return {
+        "questions": dict(
+            (kind, sum(1 for p in real if p.kind == kind))
+            for kind in KINDS
+            if any(p.kind == kind for p in real)
+        ),
+        "chunks": sum(len(d.sections) for d in documents),
+        "methods": rows,
+        "made": made,
+        "features": features,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+# ---------------------------------------------------------------- markdown
+
+
+def _cell(o: dict[str, int] | None) -> str:
+    return f"{o['refused']}/{o['n']} ({o['refused'] / o['n']:.0%})" if o and o["n"] else "—"
+
+
+def _range(shares: list[float] | None) -> str:
+    return f"{shares[0]:.0%}–{shares[1]:.0%}" if shares else "—"
+
+
+def _auc(value: float) -> str:
+    """An AUC, or a dash where the real questions are of one kind and it is undefined."""
+    return "—" if value != value else f"{value:.3f}"
+
+
+def markdown(data: dict[str, Any]) -> str:
+    lines = [
+        "## Gates fitted on probes made from the corpus alone",
+        "",
+        f"`python bench/synthetic.py`: per corpus, {data['probes']} probes made from its "
+        f"text by each method under each of {len(data['seeds'])} seeds (half answerable, a quarter near "
+        "misses with their sentences removed from the index, a quarter out of scope), a "
+        "gate fitted on them and applied as fitted to the corpus's real questions, the "
+        "seeds pooled (a method's counts are summed over its seeds; the range is the share "
+        "of answerable questions refused under the best and worst seed); beside "
+        "it the built-in default and, where the real questions have both kinds, a gate "
+        "calibrated on them (nested cross-validation: in-sample on those questions by "
+        "design, the reference a synthetic gate should come close to). Refused end to end "
+        "(the gate, or the extractive reader declining). `gap`: mean absolute difference "
+        "from the calibrated gate's share refused, over the kinds present. BM25-only "
+        f"builds, lexical reader; {data['machine']['cpus']} CPUs, {data['seconds']:.0f} s "
+        "in all.",
+        "",
+    ]
+    for name, c in data["corpora"].items():
+        q = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in c["questions"].items())
+        lines += [
+            f"### {name}",
+            "",
+            f"{c['chunks']:,} sections; real questions: {q}.",
+            "",
+            "| gate | AUC on the real questions | answerable refused | range over seeds "
+            "| near misses refused | out of scope refused | gap |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for method, row in c["methods"].items():
+            o = row["outcome"]
+            lines.append(
+                f"| {method} | {_auc(row['auc'])} | {_cell(o.get('answerable'))} "
+                f"| {_range(row.get('answerable_refused_range'))} "
+                f"| {_cell(o.get('near_miss'))} | {_cell(o.get('out_of_scope'))} "
+                f"| {row.get('gap', '—')} |"
+            )
+        lines += [
+            "",
+            "| method (first seed) | probes made (answerable / near miss / out of scope) | sentences removed "
+            "| seconds to make | synthetic CV AUC |",
+            "|---|---|---:|---:|---:|",
+        ]
+        for method, m in c["made"].items():
+            n = m["counts"]
+            lines.append(
+                f"| {method} | {n.get('answerable', 0)} / {n.get('near_miss', 0)} / "
+                f"{n.get('out_of_scope', 0)} | {m['removed_sentences']} | {m['make_seconds']:.2f} "
+                f"| {m['synthetic_cv_auc']:.3f} |"
+            )
+        lines += ["", "Feature medians, real questions against synthetic ones, by kind:", ""]
+        header = ["feature"] + [
+            f"{source} {kind.replace('_', ' ')}"
+            for source, kinds in c["features"].items()
+            for kind in kinds
+        ]
+        lines += ["| " + " | ".join(header) + " |", "|---" + "|---:" * (len(header) - 1) + "|"]
+        for f in SHOWN_FEATURES:
+            cells = [f"{kinds[kind][f]:.2f}" for kinds in c["features"].values() for kind in kinds]
+            lines.append(f"| {f} | " + " | ".join(cells) + " |")
+        examples = [(method, ex) for method, m in c["made"].items() for ex in m["examples"]]
+        if examples:
+            lines += ["", "Examples of what each method made (first seed):", ""]
+        for method, ex in examples:
+            lines.append(f"- {method}, {ex['kind'].replace('_', ' ')}: {ex['question']}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def run() -> dict[str, Any]:
+    started = time.perf_counter()
+    data: dict[str, Any] = {"machine": machine(), "probes": PROBES, "seeds": SEEDS, "corpora": {}}
+    for name, (sources, fmt, real) in corpora().items():
+        data["corpora"][name] = measure(name, sources, fmt, real)
+        print(f"{name}: {data['corpora'][name]['seconds']} s", flush=True)
+    data["seconds"] = round(time.perf_counter() - started, 1)
+    write_result("synthetic", data, markdown(data))
+    return data
+
+
+if __name__ == "__main__":
+    run()
