@@ -276,6 +276,33 @@ def test_scale_figures_are_its_results_files() -> None:
     quoted(text, "exhaustive SQL took 551 ms", "551", lexical["pg-sql"]["k10"]["p50_ms"])
 
 
+def test_synthetic_probe_figures_are_its_results_file() -> None:
+    text = " ".join(doc("pipeline/gate.md").split())
+    corpora = results("synthetic")["corpora"]
+
+    def refused(corpus: str, row: str) -> float:
+        o = corpora[corpus]["methods"][row]["outcome"]["answerable"]
+        return 100 * o["refused"] / o["n"]
+
+    city, obliqa = corpora["city guides"], corpora["ObliQA dev"]
+    mixed, heading = "fitted on mixed probes", "fitted on heading probes"
+    seconds = max(m["make_seconds"] for m in obliqa["made"].values())
+    quoted(text, "sections take about 4 s", "4", seconds)
+    quoted(text, "the `mixed` maker: 13% against", "13", refused("city guides", mixed))
+    quoted(text, "13% against 27%)", "27", refused("city guides", "default"))
+    quoted(text, "comes within 0.03 of", "0.03", city["methods"][mixed]["gap"])
+    quoted(text, "maker refuses 16% against", "16", refused("ObliQA dev", heading))
+    quoted(text, "the default's 28%", "28", refused("ObliQA dev", "default"))
+    low, high = obliqa["methods"][heading]["answerable_refused_range"]
+    quoted(text, "ranges over 9% to", "9", 100 * low)
+    quoted(text, "9% to 26% for", "26", 100 * high)
+    features = city["features"]
+    quoted(
+        text, "answerable query is 0.8 against", "0.8", features["mixed"]["answerable"]["coverage"]
+    )
+    quoted(text, "0.8 against 0.6 for", "0.6", features["real"]["answerable"]["coverage"])
+
+
 # ------------------------------------------------------------ the generated CLI reference
 
 
