@@ -182,10 +182,19 @@ GENERATOR_OPTIONS = [
 ]
 
 
+def stacked(options: Sequence[Callable[[F], F]]) -> Callable[[F], F]:
+    """One decorator that applies `options` in the order they are listed (as --help shows)."""
+
+    def apply(f: F) -> F:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return apply
+
+
 def with_generator_options(f: F) -> F:
-    for option in reversed(GENERATOR_OPTIONS):
-        f = option(f)
-    return f
+    return stacked(GENERATOR_OPTIONS)(f)
 
 
 def retriever_option(f: Any) -> Any:

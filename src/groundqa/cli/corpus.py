@@ -7,8 +7,7 @@ each parses its options, calls the library and prints or emits what it returns.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
 
 import click
 from rich.markup import escape
@@ -21,11 +20,10 @@ from groundqa.cli.common import (
     out,
     parse_pairs,
     progress_bars,
+    stacked,
 )
 from groundqa.loaders.ocr import BUILD_BUDGET_S, FILE_BUDGET_S, OcrBudget
 from groundqa.models import Finding
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 no_ocr_option = click.option(
     "--no-ocr",
@@ -49,11 +47,7 @@ ocr_budget_options = (
     ),
 )
 
-
-def ocr_budget_option(f: F) -> F:
-    for option in reversed(ocr_budget_options):
-        f = option(f)
-    return f
+ocr_budget_option = stacked(ocr_budget_options)
 
 
 follow_links_option = click.option(
