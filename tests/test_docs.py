@@ -303,6 +303,21 @@ def test_synthetic_probe_figures_are_its_results_file() -> None:
     quoted(text, "0.8 against 0.6 for", "0.6", features["real"]["answerable"]["coverage"])
 
 
+def test_hostile_file_figures_are_its_results_file() -> None:
+    text = " ".join(doc("hardening.md").split())
+    hostile = results("fuzz")["hostile"]
+    rows = hostile["rows"]
+    after = [run for row in rows.values() for run in row["after"].values()]
+    quoted(text, "no command took more than 741 MB", "741", max(r["peak_mb"] for r in after))
+    quoted(text, "741 MB or 47.8 s", "47.8", max(r["seconds"] for r in after))
+    assert all(r["answers"] for row in rows.values() for r in (row["after"]["ingest"],))
+    one_sentence = rows["Markdown: the same 52 MB as one sentence"]["before"]["ingest"]
+    quoted(text, "print 208 MB", "208", one_sentence["probe_bytes"] / 1e6)
+    prose = rows["Markdown: 52 MB of prose in one section"]["before"]
+    quoted(text, "to 1.1 GB", "1.1", max(prose[s]["peak_mb"] for s in prose) / 1024)
+    assert importlib.import_module("fuzz").short_of_goal(hostile) == []
+
+
 # ------------------------------------------------------------ the generated CLI reference
 
 
