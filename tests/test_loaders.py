@@ -54,6 +54,7 @@ def test_public_surface() -> None:
         [
             "FORMATS",
             "LoadResult",
+            "OcrBudget",
             "detect_format",
             "load",
             "load_beir",
