@@ -217,3 +217,27 @@ def pg_url_novector(pg_admin_url: str) -> Iterator[str]:
                 yield pg_database_url(pg_admin_url, name, role, password)
         finally:
             admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+
+
+@pytest.fixture(scope="session")
+def long_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An index that really holds an over-long chunk: a section of one 660,000-character
+    sentence, indexed whole (a chunker told to split nothing, as a 52 MB Markdown section
+    once was), for the response caps of the HTTP API and the MCP server."""
+    from groundqa.chunking import ChunkerSettings
+    from groundqa.engine import Engine
+    from groundqa.ingestion import ingest
+
+    root = tmp_path_factory.mktemp("long")
+    (root / "corpus").mkdir()
+    body = "The harbour ferry leaves the stone pier at dawn " + (
+        "and the ferry crosses the harbour to the island in twenty minutes " * 10_000
+    )
+    (root / "corpus" / "ferry.md").write_text(
+        f"# Harbour ferry\n\n## Timetable\n\n{body}.\n\n## Fares\n\nA return costs 6 pounds.\n",
+        encoding="utf-8",
+    )
+    ingest([root / "corpus"], root / "idx", dense=None, chunker=ChunkerSettings(max_chars=10**7))
+    chunks = Engine.open(root / "idx").document_chunks("ferry.md")
+    assert len(chunks[0].text) > 600_000  # the chunk really is that long
+    return root / "idx"

@@ -36,7 +36,6 @@ import uvicorn
 from openapi_spec_validator import validate
 
 from groundqa._version import __version__
-from groundqa.chunking import ChunkerSettings
 from groundqa.embed import EmbedderOptions
 from groundqa.engine import Engine
 from groundqa.exposure import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS
@@ -740,26 +739,6 @@ def test_docs_are_served_only_by_a_server_without_a_token(open_url: str, secured
 
 
 LONG_QUESTION = "When does the harbour ferry leave the stone pier?"
-
-
-@pytest.fixture(scope="module")
-def long_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An index that really holds an over-long chunk: a section of one 660,000-character
-    sentence, indexed whole (a chunker told to split nothing, as a 52 MB Markdown section
-    once was)."""
-    root = tmp_path_factory.mktemp("long")
-    (root / "corpus").mkdir()
-    body = "The harbour ferry leaves the stone pier at dawn " + (
-        "and the ferry crosses the harbour to the island in twenty minutes " * 10_000
-    )
-    (root / "corpus" / "ferry.md").write_text(
-        f"# Harbour ferry\n\n## Timetable\n\n{body}.\n\n## Fares\n\nA return costs 6 pounds.\n",
-        encoding="utf-8",
-    )
-    ingest([root / "corpus"], root / "idx", dense=None, chunker=ChunkerSettings(max_chars=10**7))
-    chunks = Engine.open(root / "idx").document_chunks("ferry.md")
-    assert len(chunks[0].text) > 600_000  # the chunk really is that long
-    return root / "idx"
 
 
 def test_an_over_long_passage_and_answer_are_cut_and_say_so(long_index: Path) -> None:

@@ -27,7 +27,6 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult, TextContent
 
 from groundqa import registry
-from groundqa.chunking import ChunkerSettings
 from groundqa.errors import UsageError
 from groundqa.exposure import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS
 from groundqa.generate import Evidence, Generation
@@ -562,22 +561,6 @@ def test_a_caller_cannot_choose_the_generator(
             result.structured_content is not None and "[1]" in result.structured_content["answer"]
         )
     assert fake.seen == []
-
-
-@pytest.fixture(scope="module")
-def long_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An index holding a chunk of one 660,000-character sentence (a section never split)."""
-    root = tmp_path_factory.mktemp("mcp-long")
-    (root / "corpus").mkdir()
-    body = "The harbour ferry leaves the stone pier at dawn " + (
-        "and the ferry crosses the harbour to the island in twenty minutes " * 10_000
-    )
-    (root / "corpus" / "ferry.md").write_text(
-        f"# Harbour ferry\n\n## Timetable\n\n{body}.\n\n## Fares\n\nA return costs 6 pounds.\n",
-        encoding="utf-8",
-    )
-    ingest([root / "corpus"], root / "idx", dense=None, chunker=ChunkerSettings(max_chars=10**7))
-    return root / "idx"
 
 
 def test_every_tool_cuts_an_over_long_text_and_says_so(long_index: Path) -> None:
