@@ -1,8 +1,10 @@
 """Refit a built-in default gate and print it.
 
 The default is what an index uses until `groundqa calibrate` runs on it, with its
-threshold set for 5% false refusals from out-of-fold probabilities, over a
-BM25-only build so that it uses only the features that read the same on any corpus.
+threshold for a confident answer set for 5% of answerable questions short of it, and
+its floor (refused below) at the lowest cut that refuses every out-of-scope question,
+both from out-of-fold probabilities, over a BM25-only build so that it uses only the
+features that read the same on any corpus.
 
 - `DEFAULT_READER_MODEL` (`--reader`; engines that read with the answer model, the
   default): fitted on training data only. The index holds every passage of ClapNQ's
@@ -27,23 +29,20 @@ from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
 from groundqa.evaluate.calibrate import ProbeFeatures, fit_report, probe_features
 from groundqa.evaluate.probes import Probe
-from groundqa.gate import DEFAULT_MODEL, DEFAULT_THRESHOLD
-from groundqa.gate.decision import DEFAULT_READER_MODEL, DEFAULT_READER_THRESHOLD
-from groundqa.gate.model import Logistic
+from groundqa.gate import DEFAULT_GATE, DEFAULT_READER_GATE, Gate
 from groundqa.ingestion import ingest
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT_OF_SCOPE = 150  # questions from each of two other training sets
 
 
-def fit_default() -> tuple[Logistic, float]:
-    """The default model and threshold, fitted afresh on the example corpus."""
+def fit_default() -> Gate:
+    """The default gate, fitted afresh on the example corpus."""
     with tempfile.TemporaryDirectory() as tmp:
         ingest([ROOT / "examples" / "regpack"], Path(tmp) / "index", dense=None)
         engine = Engine.open(Path(tmp) / "index", reader="lexical")
         data = probe_features(engine, load_probes(ROOT / "examples" / "regpack.probes.jsonl"))
-        report = fit_report(data)
-    return report.gate.model, report.gate.threshold
+        return fit_report(data).gate
 
 
 def _foreign_questions() -> list[Probe]:
@@ -79,15 +78,17 @@ def clapnq_training_features(index: Path, reader: str) -> ProbeFeatures:
     return probe_features(Engine.open(index, reader=reader), [*probes, *_foreign_questions()])
 
 
-def fit_reader_default() -> tuple[Logistic, float]:
+def fit_reader_default() -> Gate:
     """The answer-model default, fitted afresh on training data (see the module doc)."""
     with tempfile.TemporaryDirectory() as tmp:
         report = fit_report(clapnq_training_features(Path(tmp) / "index", "model"))
         print(f"cross-validated on training data: {report.operating}", file=sys.stderr)
-    return report.gate.model, report.gate.threshold
+    return report.gate
 
 
-def literal(model: Logistic, threshold: float) -> str:
+def literal(gate: Gate) -> str:
+    model = gate.model
+
     def row(values: tuple[float, ...]) -> str:
         return "(" + ", ".join(f"{v:.6f}" for v in values) + ")"
 
@@ -99,40 +100,34 @@ def literal(model: Logistic, threshold: float) -> str:
         f"    coef={row(model.coef)},\n"
         f"    intercept={model.intercept:.6f},\n"
         ")\n"
-        f"DEFAULT_THRESHOLD = {threshold:.6f}\n"
+        f"DEFAULT_THRESHOLD = {gate.threshold:.6f}\n"
+        f"DEFAULT_FLOOR = {gate.floor:.6f}\n"
     )
 
 
-def matches(
-    model: Logistic,
-    threshold: float,
-    tolerance: float = 1e-4,
-    stored_model: Logistic = DEFAULT_MODEL,
-    stored_threshold: float = DEFAULT_THRESHOLD,
-) -> bool:
+def matches(fitted: Gate, stored: Gate = DEFAULT_GATE, tolerance: float = 1e-4) -> bool:
     """Whether a fitted default equals the one decision.py holds, to the printed precision."""
-    stored = (*stored_model.mean, *stored_model.scale, *stored_model.coef)
-    fitted = (*model.mean, *model.scale, *model.coef)
-    return (
-        model.names == stored_model.names
-        and all(abs(a - b) <= tolerance for a, b in zip(stored, fitted, strict=True))
-        and abs(model.intercept - stored_model.intercept) <= tolerance
-        and abs(threshold - stored_threshold) <= tolerance
+    a, b = fitted.model, stored.model
+    return a.names == b.names and all(
+        abs(x - y) <= tolerance
+        for x, y in zip(
+            (*a.mean, *a.scale, *a.coef, a.intercept, fitted.threshold, fitted.floor),
+            (*b.mean, *b.scale, *b.coef, b.intercept, stored.threshold, stored.floor),
+            strict=True,
+        )
     )
 
 
 def main() -> int:
     if "--reader" in sys.argv:
-        model, threshold = fit_reader_default()
-        stored = (DEFAULT_READER_MODEL, DEFAULT_READER_THRESHOLD)
-        text = literal(model, threshold).replace("DEFAULT_", "DEFAULT_READER_")
+        fitted, stored = fit_reader_default(), DEFAULT_READER_GATE
+        text = literal(fitted).replace("DEFAULT_", "DEFAULT_READER_")
         text = text.replace("names=LEXICAL_FEATURES", "names=LEXICAL_FEATURES + READER_FEATURES")
     else:
-        model, threshold = fit_default()
-        stored = (DEFAULT_MODEL, DEFAULT_THRESHOLD)
-        text = literal(model, threshold)
+        fitted, stored = fit_default(), DEFAULT_GATE
+        text = literal(fitted)
     if "--check" in sys.argv:
-        if matches(model, threshold, 1e-4, *stored):
+        if matches(fitted, stored):
             print("the default gate matches a fresh fit")
             return 0
         print("the default gate differs from a fresh fit; paste this into decision.py:")

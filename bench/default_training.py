@@ -47,10 +47,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, WORK, machine, shared_path, write_result
 from default_gate import clapnq_training_features
-from gate import _engine, _obliqa_probes, probability
+from gate import _engine, _obliqa_probes
 from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
-from groundqa.evaluate.calibrate import ProbeFeatures, fit_report, outcome, probe_features
+from groundqa.evaluate.calibrate import (
+    ProbeFeatures,
+    fit_report,
+    gate_probability,
+    outcome,
+    probe_features,
+)
 from groundqa.evaluate.probes import Probe
 from groundqa.gate import DEFAULT_GATE, Gate
 from groundqa.ingestion import ingest
@@ -191,7 +197,7 @@ def held_out() -> dict[str, ProbeFeatures] | None:
 
 
 def applied(gate: Gate, data: ProbeFeatures) -> dict[str, dict[str, int]]:
-    p = probability(gate, data)
+    p = gate_probability(gate, data)
     return outcome(data.kinds, (p < gate.threshold) | data.empty, data.generator_refused)
 
 

@@ -51,6 +51,7 @@ from groundqa.evaluate.calibrate import (
     ProbeFeatures,
     baselines,
     fit_report,
+    gate_probability,
     judged,
     probe_features,
     reliability,
@@ -87,16 +88,8 @@ def _default(data: ProbeFeatures) -> Gate:
     return DEFAULT_READER_GATE if set(READER_FEATURES) <= set(data.names) else DEFAULT_GATE
 
 
-def probability(gate: Gate, data: ProbeFeatures) -> Array:
-    """The gate's P(answerable) for each probe, from the features its model reads; 0 for a
-    probe with nothing to look for or nothing found."""
-    columns = [data.names.index(n) for n in gate.model.names]
-    p: Array = gate.model.predict(data.x[:, columns])
-    return np.where(data.empty, 0.0, p)
-
-
 def _default_probability(data: ProbeFeatures) -> Array:
-    return probability(_default(data), data)
+    return gate_probability(_default(data), data)
 
 
 def _judged_default(data: ProbeFeatures) -> dict[str, Any]:
@@ -126,7 +119,7 @@ def applied_methods(
     """The fitted gate (when given), the default gate and the fixed cutoffs on `data`."""
     out: dict[str, dict[str, Any]] = {}
     if report is not None:
-        p = probability(report.gate, data)
+        p = gate_probability(report.gate, data)
         out["calibrated"] = judged(data, p < report.gate.threshold, p)
     out["default"] = _judged_default(data)
     return {**out, **baselines(data)}
@@ -177,7 +170,7 @@ def city_guides() -> dict[str, Any] | None:
     ours_lex = fit_report(probe_features(lexical, own))
     seeds_lex = applied_methods(probe_features(lexical, seed_probes), ours_lex)
     held_out = _with_lexical(applied_methods(seeds, report), seeds_lex)
-    p = probability(report.gate, seeds)
+    p = gate_probability(report.gate, seeds)
     return {
         "seeds": {
             "methods": held_out,

@@ -160,6 +160,19 @@ BENCHMARKS: dict[str, Benchmark] = {
             *REGPACK,
         ),
     ),
+    "outcomes": Benchmark(
+        "Three outcomes on the visible sets",
+        "bench/outcomes.py",
+        (
+            *ASK,
+            *EVALUATE,
+            "bench/synthetic.py",
+            "bench/gate.py",
+            "bench/seeds.py",
+            "bench/city_guides.probes.jsonl",
+            *REGPACK,
+        ),
+    ),
     "synthetic": Benchmark(
         "Gates fitted on probes made from the corpus alone",
         "bench/synthetic.py",

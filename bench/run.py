@@ -23,6 +23,7 @@ import fuzz
 import gate
 import generation
 import intent
+import outcomes
 import pdf
 import pdf_headings
 import pg_ann
@@ -60,6 +61,7 @@ def main() -> int:
     gate.run()
     default_training.run()
     synthetic.run()
+    outcomes.run()
     embedder.run()
     serve_load.run()
     slow_clients.run()

@@ -40,10 +40,16 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, WORK, machine, shared_path, write_result
-from gate import _clapnq_corpus, _obliqa_probes, probability
+from gate import _clapnq_corpus, _obliqa_probes
 from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
-from groundqa.evaluate.calibrate import ProbeFeatures, fit_report, judged, probe_features
+from groundqa.evaluate.calibrate import (
+    ProbeFeatures,
+    fit_report,
+    gate_probability,
+    judged,
+    probe_features,
+)
 from groundqa.evaluate.probes import KINDS, Probe
 from groundqa.evaluate.synthetic import METHODS, make_probes
 from groundqa.gate import DEFAULT_GATE
@@ -146,7 +152,7 @@ def measure(name: str, sources: Sequence[Path], fmt: str, real: Sequence[Probe])
     index = SYN_WORK / slug / "corpus"
     ingest(list(sources), index, fmt=fmt, dense=None)
     real_data = probe_features(Engine.open(index, reader="lexical"), real)
-    p_default = probability(DEFAULT_GATE, real_data)
+    p_default = gate_probability(DEFAULT_GATE, real_data)
     rows: dict[str, Any] = {
         "default": judged(real_data, p_default < DEFAULT_GATE.threshold, p_default)
     }
@@ -167,7 +173,7 @@ def measure(name: str, sources: Sequence[Path], fmt: str, real: Sequence[Probe])
             ingest_documents(synthetic.documents, syn_index, dense=None)
             syn_data = probe_features(Engine.open(syn_index, reader="lexical"), synthetic.probes)
             report = fit_report(syn_data)
-            p = probability(report.gate, real_data)
+            p = gate_probability(report.gate, real_data)
             per_seed.append(judged(real_data, p < report.gate.threshold, p))
             if seed == SEEDS[0]:
                 features[method] = medians(syn_data)

@@ -241,3 +241,15 @@ def long_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     chunks = Engine.open(root / "idx").document_chunks("ferry.md")
     assert len(chunks[0].text) > 600_000  # the chunk really is that long
     return root / "idx"
+
+
+def widen_the_band(index: Path, threshold: float = 1.0, floor: float = 0.0) -> None:
+    """Give an index a calibrated gate (the default's model) whose cautious band runs from
+    `floor` to `threshold`: with the defaults, every answer the reader finds is cautious."""
+    from groundqa.gate import DEFAULT_GATE, Gate
+    from groundqa.index.open import current_manifest, set_gate
+
+    fingerprint = current_manifest(index).fingerprint
+    info = {"index_fingerprint": fingerprint, "probes": {"answerable": 0, "unanswerable": 0}}
+    gate = Gate(DEFAULT_GATE.model, threshold, calibrated=True, info=info, floor_at=floor)
+    set_gate(index, gate.to_dict(), fingerprint)

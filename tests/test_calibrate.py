@@ -38,8 +38,9 @@ from groundqa.gate import (
     DENSE_FEATURES,
     LEXICAL_FEATURES,
     READER_FEATURES,
+    calibrated_gate,
 )
-from groundqa.gate.model import Logistic, probe_fingerprint
+from groundqa.gate.model import probe_fingerprint
 from groundqa.index.manifest import MANIFEST, current_build, read_manifest, update_gate
 from groundqa.ingestion import ingest
 from tests.conftest import REGPACK, REGPACK_PROBES, ROOT, need_shared, write_small_corpus
@@ -191,9 +192,13 @@ def test_ask_prints_the_confidence_and_which_gate_gave_it(
         answer = Engine.open(index).ask(TURBINE)
         result = cli("ask", TURBINE, "--index", index)
         assert result.exit_code == 0, result.output
+        gate = answer.gate
+        assert gate.floor is not None and gate.floor < gate.threshold  # both have a band
         line = (
-            f"confidence {answer.confidence:.2f} ({kind}; answers from {answer.gate.threshold:.2f})"
+            f"confident: confidence {answer.confidence:.2f} ({kind}; confident from "
+            f"{gate.threshold:.2f}, cautious from {gate.floor:.2f})"
         )
+        assert answer.outcome == "confident"
         assert line in result.stdout.splitlines()
         assert "factors (push" not in result.stdout
 
@@ -500,10 +505,10 @@ def test_the_default_gate_is_a_fresh_fit_on_the_example_corpus(calibrated: Calib
         default_gate = importlib.import_module("default_gate")
     finally:
         sys.path.remove(str(ROOT / "bench"))
-    assert default_gate.matches(*default_gate.fit_default())
+    assert default_gate.matches(default_gate.fit_default())
     # calibrating a BM25-only build of the same corpus on the same probes is that fit
     stored = read_manifest(current_build(calibrated.index)).gate
-    assert default_gate.matches(Logistic.from_dict(stored["model"]), stored["threshold"])
+    assert default_gate.matches(calibrated_gate(stored))
 
 
 def test_the_reader_default_gate_is_a_fresh_fit_on_training_data() -> None:
@@ -514,10 +519,9 @@ def test_the_reader_default_gate_is_a_fresh_fit_on_training_data() -> None:
         default_gate = importlib.import_module("default_gate")
     finally:
         sys.path.remove(str(ROOT / "bench"))
-    model, threshold = default_gate.fit_reader_default()
-    stored = (DEFAULT_READER_GATE.model, DEFAULT_READER_GATE.threshold)
-    assert model.names == LEXICAL_FEATURES + READER_FEATURES
-    assert default_gate.matches(model, threshold, 1e-4, *stored)
+    fitted = default_gate.fit_reader_default()
+    assert fitted.model.names == LEXICAL_FEATURES + READER_FEATURES
+    assert default_gate.matches(fitted, DEFAULT_READER_GATE)
 
 
 def test_calibrating_with_the_answer_model_weighs_its_features(pristine: Path) -> None:

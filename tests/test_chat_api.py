@@ -159,6 +159,7 @@ def test_a_completion_is_the_answer_with_its_sources_and_citations(client: Any, 
     query = httpx.post(f"{base}/query", json={"question": NEER}, timeout=60).json()
     assert answer == query["answer"] and citations == query["citations"]
     assert extra["groundqa"] == {
+        "outcome": "confident",
         "refused": False,
         "refused_by": None,
         "confidence": query["confidence"],

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import pytest
+
+from groundqa.errors import CalibrationError
 from groundqa.gate import (
+    DEFAULT_FLOOR,
     DEFAULT_GATE,
     DEFAULT_MODEL,
     DEFAULT_READER_GATE,
@@ -18,12 +23,13 @@ from groundqa.gate import (
     LEXICAL_FEATURES,
     READER_FEATURES,
     Gate,
+    calibrated_gate,
     features,
     gate_features,
     gate_for,
 )
-from groundqa.gate.model import Logistic
-from groundqa.models import Chunk, Hit
+from groundqa.gate.model import Logistic, floor_for
+from groundqa.models import Chunk, GateDecision, Hit
 from groundqa.query import Query
 from groundqa.read import Reading, Sentence
 from groundqa.retrieve import Retrieval
@@ -181,7 +187,8 @@ def test_default_gate_reads_every_lexical_feature() -> None:
 def test_describe_says_which_gate_is_in_use() -> None:
     assert DEFAULT_GATE.describe().startswith(
         f"not calibrated: the built-in default (fitted on the bundled example corpus), "
-        f"threshold {DEFAULT_THRESHOLD:.3f};"
+        f"confident from {DEFAULT_THRESHOLD:.3f}, cautious from {DEFAULT_FLOOR:.3f}, "
+        "refused below;"
     )
     info = {
         "probes": {"answerable": 52, "unanswerable": 29},
@@ -192,8 +199,71 @@ def test_describe_says_which_gate_is_in_use() -> None:
     }
     assert Gate(ONE, 0.4, calibrated=True, info=info).describe() == (
         "calibrated on 52 answerable and 29 unanswerable probes (probe set abc123, "
-        "2024-01-01T00:00:00Z); threshold 0.400 for 5% false refusal; cross-validated AUC 0.84"
+        "2024-01-01T00:00:00Z); threshold 0.400 (no cautious band), the threshold set for 5% "
+        "of answerable questions short of it; cross-validated AUC 0.84"
     )
+    banded = Gate(ONE, 0.4, calibrated=True, info=info, floor_at=0.25).describe()
+    assert "confident from 0.400, cautious from 0.250, refused below" in banded
+
+
+# ------------------------------------------------------------------ three outcomes
+
+
+def test_the_floor_and_threshold_split_confidence_into_three_outcomes() -> None:
+    gate = Gate(ONE, 0.6, calibrated=False, floor_at=0.3)
+    assert [gate.outcome(p) for p in (0.0, 0.2999, 0.3, 0.5999, 0.6, 1.0)] == [
+        "refused",
+        "refused",
+        "cautious",
+        "cautious",
+        "confident",
+        "confident",
+    ]
+    # a floor over the threshold, or none, leaves no cautious band
+    assert Gate(ONE, 0.6, calibrated=False, floor_at=0.9).floor == 0.6
+    assert Gate(ONE, 0.6, calibrated=False).outcome(0.59) == "refused"
+
+
+def test_a_cautious_decision_still_answers_and_says_why() -> None:
+    feats = dict.fromkeys(ONE.names, 0.0)
+    p = ONE.probability(feats)
+    gate = Gate(ONE, min(1.0, p + 0.1), calibrated=False, floor_at=max(0.0, p - 0.1))
+    decision = gate.decide({"t": 1.0}, feats)
+    assert decision.outcome == "cautious" and decision.answer
+    assert "the closest passage, which may not answer this" in decision.reason
+    assert decision.floor == round(gate.floor, 4)
+    again = GateDecision.from_dict(decision.to_dict())
+    assert again == decision
+    refused = Gate(ONE, min(1.0, p + 0.2), calibrated=False, floor_at=min(1.0, p + 0.1))
+    below = refused.decide({"t": 1.0}, feats)
+    assert below.outcome == "refused" and not below.answer and "floor" in below.reason
+    assert gate.decide({}, feats).outcome == "refused"
+
+
+def test_a_decision_stored_before_three_outcomes_reads_as_two() -> None:
+    old = {"answer": True, "reason": "", "score": 0.7, "threshold": 0.4}
+    assert GateDecision.from_dict(old).outcome == "confident"
+    assert GateDecision.from_dict(old).floor == 0.4
+    assert GateDecision.from_dict({**old, "answer": False}).outcome == "refused"
+
+
+def test_the_floor_refuses_every_out_of_scope_probability() -> None:
+    outside = np.asarray([0.05, 0.31, 0.2])
+    floor = floor_for(outside, 0.5)
+    assert floor > 0.31 and all(p < floor for p in outside)
+    assert floor_for(outside, 0.3) == 0.3  # never over the threshold
+    assert floor_for(np.asarray([]), 0.5) == 0.5  # nothing to place it by: no band
+
+
+def test_a_stored_floor_is_read_back_and_checked() -> None:
+    stored = Gate(ONE, 0.4, calibrated=True, floor_at=0.2).to_dict()
+    assert stored["floor"] == 0.2
+    assert calibrated_gate(stored).floor == 0.2
+    without = {k: v for k, v in stored.items() if k != "floor"}
+    assert calibrated_gate(without).floor == 0.4  # made before the band: none
+    for bad in (0.5, -0.1, "x", float("nan")):
+        with pytest.raises(CalibrationError, match="floor"):
+            calibrated_gate({**stored, "floor": bad})
 
 
 # ------------------------------------------------------------------ gate_for

@@ -153,6 +153,7 @@ def test_ask_answers_with_numbered_citations_and_a_sources_list(stdio: Connectio
     assert not result.is_error
     data = result.structured_content
     assert data is not None and data["refused"] is False and data["refused_by"] is None
+    assert data["outcome"] == "confident"
     for expected in ANSWERABLE["answer_contains"]:
         assert expected in data["answer"]
     assert "[1]" in data["answer"] and 0.0 < data["confidence"] <= 1.0

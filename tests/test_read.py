@@ -269,3 +269,24 @@ def test_a_reading_round_trips_through_its_dict_and_json() -> None:
     assert Reading.from_dict(Reading().to_dict()) == Reading()
     sentence = Sentence(1, 2, "A sentence.", 0.5, 0.8, True)
     assert Sentence.from_dict(sentence.to_dict()) == sentence
+
+
+def test_a_title_line_is_the_passage_s_context_not_part_of_its_first_sentence() -> None:
+    passage = "Museum admission\nAdults pay eight pounds at the door. Children go free."
+    best = _reading("How much is museum admission for adults?", passage).best
+    assert best is not None and best.text == "Adults pay eight pounds at the door."
+    # the title's words still count: "museum admission" is covered through it
+    assert best.coverage == 1.0
+    # a line of prose wrapped before its end is not taken for a title
+    wrapped = "The permit is issued by the\nCouncil after a public notice of four weeks."
+    first = _reading("Who issues the permit?", wrapped).best
+    assert first is not None and first.text.startswith("The permit is issued by the Council")
+
+
+def test_a_faq_question_line_is_never_quoted_and_gives_the_answer_below_it_its_topic() -> None:
+    faq = "How much is a day ticket?\nFour pounds, or three with a rail card."
+    reading = _reading("What is the price of a day ticket?", faq)
+    # the answer shares no word with the question: its question line carries the topic
+    assert [s.text for s in reading.sentences] == ["Four pounds, or three with a rail card."]
+    best = reading.best
+    assert best is not None and best.coverage == pytest.approx(2 / 3)  # day, ticket; not price

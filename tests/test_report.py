@@ -167,10 +167,10 @@ def test_markdown_puts_retrievers_in_columns_and_every_metric_in_a_row(
     assert counts == report.counts
     # the per-question table covers the first retriever only, one row per probe
     per_question = _table_rows(md, "| id |")
-    assert per_question[0] == ["id", "kind", "rank", "refused by", "confidence", "answer check"]
+    assert per_question[0] == ["id", "kind", "rank", "outcome", "confidence", "answer check"]
     assert [row[0].strip("`") for row in per_question[1:]] == [p["id"] for p in PROBES]
     worldcup = next(row for row in per_question if row[0] == "`worldcup`")
-    assert worldcup[1:4] == ["out_of_scope", "—", "gate"]
+    assert worldcup[1:4] == ["out_of_scope", "—", "refused (gate)"]
     assert "## Per question (bm25)" in md and "### hybrid" in md
 
 

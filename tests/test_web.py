@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from groundqa.models import REFUSAL
-from tests.conftest import REGPACK
+from tests.conftest import REGPACK, widen_the_band
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -189,7 +189,9 @@ def test_answer_has_markers_that_lead_to_the_highlighted_passage(
     assert markers.count() >= 1
     expect(markers.first).to_have_text(re.compile(r"^\[\d+\]$"))
     expect(page.get_by_test_id("result-meta")).to_contain_text(
-        re.compile(r"confidence \d+% \(default gate, answers from \d+%\)")
+        re.compile(
+            r"confident: confidence \d+% \(default gate, confident from \d+%, cautious from \d+%\)"
+        )
     )
     expect(page.get_by_test_id("result-meta")).to_contain_text("timings:")
     page.screenshot(path=str(tmp_path / "answer.png"), full_page=True)
@@ -235,6 +237,34 @@ def test_out_of_scope_question_shows_the_refusal_and_no_citations(
     expect(page.locator(".citation-marker")).to_have_count(0)
     expect(page.locator("#citations-section")).to_be_hidden()
     page.screenshot(path=str(tmp_path / "refusal.png"), full_page=True)
+
+
+def test_a_cautious_answer_is_shown_as_the_closest_passage(
+    page: Any, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    index = tmp_path_factory.mktemp("web-cautious") / "index"
+    ingest([REGPACK], index, dense=None)
+    widen_the_band(index)
+    with _serve(Engine.open(index), ServeSettings()) as base:
+        _open(page, base)
+        body = _ask(page, TREE_QUESTION)
+        assert body["outcome"] == "cautious" and body["citations"]
+        answer = page.locator("#answer")
+        expect(answer.locator(".answer-heading")).to_have_text("Closest passage")
+        expect(page.get_by_test_id("caution")).to_have_text(
+            "The closest passage, which may not answer this:"
+        )
+        expect(answer).to_contain_text("1.0 metre")
+        expect(page.locator("#citations .passage").first).to_be_visible()
+        expect(page.get_by_test_id("result-meta")).to_contain_text(
+            re.compile(
+                r"cautious: confidence \d+% \(calibrated, confident from 100%, cautious from 0%\)"
+            )
+        )
+        page.screenshot(path=str(tmp_path / "cautious.png"), full_page=True)
+        # a refusal after it leaves no caution behind
+        _ask(page, "Who won the 1994 World Cup?")
+        expect(page.get_by_test_id("caution")).to_have_count(0)
 
 
 def test_a_place_scopes_the_request_and_the_passages(page: Any, base_url: str) -> None:

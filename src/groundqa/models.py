@@ -337,7 +337,9 @@ class GateDecision:
 
     `score` is P(answerable) from the gate's model; `factors` is each feature's
     push on its log-odds (positive: towards answering); `calibrated` says whether
-    the model was fitted for this index or is the built-in default.
+    the model was fitted for this index or is the built-in default. `outcome` is
+    "confident" (score at or over `threshold`), "cautious" (at or over `floor`) or
+    "refused"; `answer` is whether it is not a refusal.
     """
 
     answer: bool
@@ -347,13 +349,23 @@ class GateDecision:
     features: dict[str, float] = field(default_factory=dict)
     factors: dict[str, float] = field(default_factory=dict)
     calibrated: bool = False
+    outcome: str = ""
+    floor: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.outcome:  # made before there were three outcomes
+            object.__setattr__(self, "outcome", "confident" if self.answer else "refused")
+        if self.floor is None:
+            object.__setattr__(self, "floor", self.threshold)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "answer": self.answer,
+            "outcome": self.outcome,
             "reason": self.reason,
             "score": self.score,
             "threshold": self.threshold,
+            "floor": self.floor,
             "features": dict(self.features),
             "factors": dict(self.factors),
             "calibrated": self.calibrated,
@@ -369,10 +381,14 @@ class GateDecision:
             features={k: float(v) for k, v in d.get("features", {}).items()},
             factors={k: float(v) for k, v in d.get("factors", {}).items()},
             calibrated=bool(d.get("calibrated", False)),
+            outcome=str(d.get("outcome", "")),
+            floor=float(d["floor"]) if d.get("floor") is not None else None,
         )
 
 
 REFUSAL = "I don't have enough information about that."
+# What a cautious answer is called wherever it is shown.
+CAUTION = "The closest passage, which may not answer this"
 # A refusal asked to explain itself lists this many of the sections that came closest.
 CLOSEST_MATCHES = 3
 
@@ -402,10 +418,19 @@ class Answer:
 
     def with_sources(self) -> str:
         """The answer as plain text for a chat: its `[n]` markers, then a `Sources:` list,
-        then its notes. A refusal is the refusal sentence alone."""
+        then its notes. A cautious answer says so on the line after its text (after, so that
+        a reply streamed as it is written can still say it). A refusal is the refusal
+        sentence alone."""
         if self.refused or not self.citations:
             return self.answer
-        lines = [self.answer, "", "Sources:", *(c.source_line() for c in self.citations)]
+        caution = ["", f"({CAUTION}.)"] if self.cautious else []
+        lines = [
+            self.answer,
+            *caution,
+            "",
+            "Sources:",
+            *(c.source_line() for c in self.citations),
+        ]
         if self.notes:
             lines += ["", *(f"Note: {n}" for n in self.notes)]
         return "\n".join(lines)
@@ -415,10 +440,23 @@ class Answer:
         """P(answerable) as the gate judged it (calibrated when `gate.calibrated`)."""
         return self.gate.score
 
+    @property
+    def outcome(self) -> str:
+        """ "refused"; "cautious", the closest passage, which may not answer the question
+        (the gate's confidence under its threshold for a confident answer); or "confident"."""
+        if self.refused:
+            return "refused"
+        return "cautious" if self.gate.outcome == "cautious" else "confident"
+
+    @property
+    def cautious(self) -> bool:
+        return self.outcome == "cautious"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "question": self.question,
             "answer": self.answer,
+            "outcome": self.outcome,
             "refused": self.refused,
             "refused_by": self.refused_by,
             "confidence": self.confidence,

@@ -183,6 +183,30 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+# A passage's first line, when it stands as the passage's title: a short line that ends
+# no sentence and holds no label (`Hours: 9 to 5`), above a line that starts one.
+_FIRST_LINE = re.compile(r"\A[ \t]*([^\n]+?)[ \t]*\n\s*(?=[\"'“‘(\[]?[A-Z0-9])")
+TITLE_WORDS = 12
+
+
+def leading_title(text: str) -> str | None:
+    """The passage's first line, whitespace folded, when it reads as its title ("Opening
+    hours" above "The museum opens at nine."); None otherwise. Such a line ends no
+    sentence, so `split_sentences` keeps it joined to the sentence below it."""
+    m = _FIRST_LINE.match(text)
+    if m is None:
+        return None
+    line = " ".join(m.group(1).split())
+    words = line.split()
+    if ends_sentence(line) or len(words) > TITLE_WORDS or re.search(r"[:;,\-–]$|[:;]", line):
+        return None
+    # A line of prose wrapped before its end ("issued by the" above "Council each year.")
+    # most often stops on a function word; a title seldom does.
+    if words[-1].lower() in _function_words()[0]:
+        return None
+    return line
+
+
 def ends_sentence(text: str) -> bool:
     """True when `text` ends where a sentence (or a list clause) can end."""
     return bool(SENTENCE_END.search(text.rstrip())) or text.rstrip().endswith(("```", "|"))
@@ -196,16 +220,50 @@ def _stopwords() -> frozenset[str]:
 
 
 _WORD = re.compile(r"[^\W\d_]+")
+# Languages whose function words bm25s ships, besides English's.
+_OTHER_LANGUAGES = (
+    "DANISH",
+    "DUTCH",
+    "FRENCH",
+    "GERMAN",
+    "ITALIAN",
+    "NORWEGIAN",
+    "PORTUGUESE",
+    "RUSSIAN",
+    "SPANISH",
+    "SWEDISH",
+    "TURKISH",
+)
+# The last letter of the Latin scripts (Latin Extended-B); past it, another script.
+_LATIN_END = 0x024F
 
 
-def english_share(text: str) -> float:
-    """The share of `text`'s words that are common English function words ("the", "of",
-    "is"): about 0.4 in English prose, near 0 in most other languages."""
+@lru_cache(maxsize=1)
+def _function_words() -> tuple[frozenset[str], frozenset[str]]:
+    """English function words, and other languages' that are not also English words."""
+    import bm25s.stopwords as lists
+
+    english = frozenset(lists.STOPWORDS_EN_PLUS)
+    other = {w for name in _OTHER_LANGUAGES for w in getattr(lists, f"STOPWORDS_{name}")}
+    return english, frozenset(other - english)
+
+
+def reads_as_english(text: str) -> bool:
+    """Whether `text` reads as English: False only on evidence of another language, that
+    is when most of its letters are of another script, or when at least two of its words
+    are another language's function words ("der", "les", "una") and they outnumber the
+    English ones ("the", "of", "is"). Text with no such evidence reads as English: a
+    short question, or a passage of names and figures, lacks function words in any
+    language, so their absence says nothing."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return True
+    if sum(ord(c) > _LATIN_END for c in letters) > len(letters) / 2:
+        return False
+    english, other = _function_words()
     words = _WORD.findall(text.lower())
-    if not words:
-        return 0.0
-    stop = _stopwords()
-    return sum(w in stop for w in words) / len(words)
+    theirs = sum(w in other for w in words)
+    return theirs < 2 or theirs <= sum(w in english for w in words)
 
 
 # Words that shape a question but say nothing about its topic. The index keeps them

@@ -29,7 +29,7 @@ from groundqa.cli.common import (
     with_generator_options,
 )
 from groundqa.errors import GroundqaError
-from groundqa.models import CLOSEST_MATCHES, Answer
+from groundqa.models import CAUTION, CLOSEST_MATCHES, Answer
 from groundqa.verdicts import AuditReport
 
 
@@ -42,6 +42,8 @@ def _print_answer(answer: Answer, *, show_passages: bool = False, explain: bool 
         out.print(f"[bold]{escape(answer.answer)}[/]")
         out.print(f"[dim](refused by the {answer.refused_by}: {escape(_reason(answer))})[/]")
     else:
+        if answer.cautious:
+            out.print(f"[bold yellow]{escape(CAUTION)}:[/]")
         out.print(escape(answer.answer))
         out.print()
         for c in answer.citations:
@@ -73,7 +75,11 @@ def _print_answer(answer: Answer, *, show_passages: bool = False, explain: bool 
 def _confidence_line(answer: Answer) -> str:
     gate = answer.gate
     kind = "calibrated" if gate.calibrated else "default gate, not calibrated for this index"
-    return f"confidence {answer.confidence:.2f} ({kind}; answers from {gate.threshold:.2f})"
+    if gate.floor is not None and gate.floor < gate.threshold:
+        cuts = f"confident from {gate.threshold:.2f}, cautious from {gate.floor:.2f}"
+    else:
+        cuts = f"answers from {gate.threshold:.2f}"
+    return f"{answer.outcome}: confidence {answer.confidence:.2f} ({kind}; {cuts})"
 
 
 def _print_explanation(answer: Answer) -> None:

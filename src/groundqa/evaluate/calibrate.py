@@ -47,6 +47,7 @@ from groundqa.gate.model import (
     check_labels,
     cross_validate,
     fit_logistic,
+    floor_from_folds,
     group_codes,
     probe_fingerprint,
     refusal_at,
@@ -131,9 +132,12 @@ def outcome(
     kinds: Sequence[str],
     gate_refused: npt.NDArray[np.bool_],
     generator_refused: npt.NDArray[np.bool_],
+    gate_cautious: npt.NDArray[np.bool_] | None = None,
 ) -> dict[str, dict[str, int]]:
     """Per probe kind: how many there are, refused at the gate, refused by the generator
-    after the gate let them through, and refused end to end."""
+    after the gate let them through, refused end to end, and of those answered, how many
+    with caution (`gate_cautious`: between the gate's floor and its threshold) and how
+    many with confidence."""
     out: dict[str, dict[str, int]] = {}
     for kind in KINDS:
         rows = np.asarray([k == kind for k in kinds], dtype=bool)
@@ -141,11 +145,15 @@ def outcome(
             continue
         gate = gate_refused & rows
         generator = ~gate_refused & generator_refused & rows
+        refused = gate | generator
+        cautious = 0 if gate_cautious is None else int((gate_cautious & rows & ~refused).sum())
         out[kind] = {
             "n": int(rows.sum()),
             "gate": int(gate.sum()),
             "generator": int(generator.sum()),
-            "refused": int((gate | generator).sum()),
+            "refused": int(refused.sum()),
+            "cautious": cautious,
+            "confident": int(rows.sum()) - int(refused.sum()) - cautious,
         }
     return out
 
@@ -169,13 +177,32 @@ def reliability(y: Array, p: Array, bins: int = RELIABILITY_BINS) -> list[dict[s
     return rows
 
 
-def judged(data: ProbeFeatures, refused: npt.NDArray[np.bool_], score: Array) -> dict[str, Any]:
-    """A gate's figures on `data`: the ROC AUC of its score, and its refusals by kind (a
+def judged(
+    data: ProbeFeatures,
+    refused: npt.NDArray[np.bool_],
+    score: Array,
+    cautious: npt.NDArray[np.bool_] | None = None,
+) -> dict[str, Any]:
+    """A gate's figures on `data`: the ROC AUC of its score, and its outcomes by kind (a
     probe with nothing to look for, or nothing found, counts as refused whatever the gate)."""
     return {
         "auc": round(roc_auc(data.y, score), 4),
-        "outcome": outcome(data.kinds, refused | data.empty, data.generator_refused),
+        "outcome": outcome(data.kinds, refused | data.empty, data.generator_refused, cautious),
     }
+
+
+def gate_probability(gate: Gate, data: ProbeFeatures) -> Array:
+    """The gate's P(answerable) for each probe, from the features its model reads; 0 for a
+    probe with nothing to look for or nothing found."""
+    columns = [data.names.index(n) for n in gate.model.names]
+    p: Array = gate.model.predict(data.x[:, columns])
+    return np.where(data.empty, 0.0, p)
+
+
+def gate_outcomes(gate: Gate, data: ProbeFeatures) -> dict[str, Any]:
+    """`judged` for a gate applied as it stands (its model, threshold and floor) to `data`."""
+    p = gate_probability(gate, data)
+    return judged(data, p < gate.floor, p, (p >= gate.floor) & (p < gate.threshold))
 
 
 def baselines(data: ProbeFeatures) -> dict[str, dict[str, Any]]:
@@ -269,14 +296,17 @@ def fit_report(
     groups = group_codes([p.group for p in data.probes])
     model = fit_logistic(x, y, names)
     threshold = threshold_from_folds(x, y, names, target, folds, groups=groups)
-    cv = cross_validate(x, y, names, target=target, folds=folds, groups=groups)
+    outside = np.asarray([k == "out_of_scope" for k in data.kinds], dtype=bool)
+    floor = floor_from_folds(x, y, names, outside, threshold, folds, groups=groups)
+    cv = cross_validate(x, y, names, target=target, folds=folds, groups=groups, outside=outside)
     # A question with no topic words or no passage is refused before any model runs.
     refused = cv.refused | data.empty
     probability = np.where(data.empty, 0.0, cv.probability)
     results = {
         "calibrated": {
-            **judged(data, refused, probability),
+            **judged(data, refused, probability, cv.cautious),
             "thresholds": [round(t, 4) for t in cv.thresholds],
+            "floors": [round(t, 4) for t in cv.floors],
         },
         **baselines(data),
     }
@@ -291,7 +321,7 @@ def fit_report(
         "cv_auc": results["calibrated"]["auc"],
         "calibrated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    gate = Gate(model, threshold, calibrated=True, info=stored)
+    gate = Gate(model, threshold, calibrated=True, info=stored, floor_at=floor)
     return CalibrationReport(gate, data, probability, refused, results, operating)
 
 

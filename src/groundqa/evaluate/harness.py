@@ -68,6 +68,12 @@ class ProbeResult:
     cited_right: bool | None = None
     # For a scoped probe that was answered: whether a citation lies outside the scope.
     outside_scope: bool | None = None
+    # "confident", "cautious" or "refused" (see `Answer.outcome`).
+    outcome: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.outcome:
+            object.__setattr__(self, "outcome", "refused" if self.refused else "confident")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +84,7 @@ class ProbeResult:
             "expected": list(self.probe.expected),
             "rank": self.rank,
             "top": list(self.ranked_sections[:5]),
+            "outcome": self.outcome,
             "refused": self.refused,
             "refused_by": self.refused_by,
             "gate_score": round(self.gate_score, 4),
@@ -280,6 +287,7 @@ def evaluate_probes(
                 latency_ms=latency,
                 cited_right=cited_right,
                 outside_scope=outside,
+                outcome=answer.outcome,
             )
         )
     report = summarise(results, ks, retriever, expected_docs, engine.gate.threshold)
@@ -380,6 +388,10 @@ def summarise(
             metrics[f"{check}_false_refusal"] = mean(
                 float(r.refused_by == check) for r in by_kind["answerable"]
             )
+    for kind, rs in by_kind.items():
+        if rs:
+            for shown in ("confident", "cautious"):
+                metrics[f"{shown}_{kind}"] = mean(float(r.outcome == shown) for r in rs)
     labelled = [r for r in results if r.probe.kind in by_kind]
     if by_kind["answerable"] and len(by_kind["answerable"]) < len(labelled):
         metrics["confidence_auc"] = roc_auc(

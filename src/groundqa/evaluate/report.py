@@ -126,7 +126,7 @@ def render_markdown(
     out.append("")
     thresholds = {r.gate_threshold for r in reports}
     if len(thresholds) == 1:
-        out += [f"Gate threshold: {first.gate_threshold:.3f}", ""]
+        out += [f"Gate threshold (a confident answer from): {first.gate_threshold:.3f}", ""]
     else:
         out += [
             "Gate thresholds: "
@@ -167,13 +167,13 @@ def render_markdown(
 
     out += [f"## Per question ({_inline(first.retriever)})", ""]
     out += _table(
-        ["id", "kind", "rank", "refused by", "confidence", "answer check"],
+        ["id", "kind", "rank", "outcome", "confidence", "answer check"],
         [
             [
                 _code(x.probe.id),
                 _inline(x.probe.kind),
                 str(x.rank) if x.rank is not None else DASH,
-                _inline(x.refused_by) if x.refused_by else ("yes" if x.refused else DASH),
+                _inline(f"refused ({x.refused_by})" if x.refused_by else x.outcome),
                 f"{x.gate_score:.3f}",
                 _answer_check(x),
             ]

@@ -27,8 +27,12 @@ corpus can answer the question:
   its best sentence, that score's lead over the runner-up, and the mean of the best
   three (engines that read with the model, the default).
 
+The probability falls in one of three outcomes (see `gate.decision`): a confident
+answer at or over the threshold, a cautious one (the closest passage, which may not
+answer the question) from the floor up, and a refusal below the floor.
+
 `groundqa calibrate` fits the model on a probe set for one index and stores it,
-with its threshold, in the manifest (see `gate.model`). An index without one
+with its threshold and floor, in the manifest (see `gate.model`). An index without one
 uses a built-in default: `DEFAULT_READER_GATE` over the features that read the
 same on any corpus and the answer model's, fitted on training data only (ClapNQ's
 shared half; `bench/default_gate.py --reader` refits it), or, for an engine that
@@ -37,10 +41,15 @@ bundled example corpus's probes (`bench/default_gate.py`). `groundqa inspect` sa
 """
 
 from groundqa.gate.decision import (
+    CAUTIOUS,
+    CONFIDENT,
+    DEFAULT_FLOOR,
     DEFAULT_GATE,
     DEFAULT_MODEL,
     DEFAULT_READER_GATE,
     DEFAULT_THRESHOLD,
+    OUTCOMES,
+    REFUSED,
     Gate,
     calibrated_gate,
     default_gate,
@@ -57,13 +66,18 @@ from groundqa.gate.features import (
 
 __all__ = [
     "AGREEMENT_DEPTH",
+    "CAUTIOUS",
+    "CONFIDENT",
+    "DEFAULT_FLOOR",
     "DEFAULT_GATE",
     "DEFAULT_MODEL",
     "DEFAULT_READER_GATE",
     "DEFAULT_THRESHOLD",
     "DENSE_FEATURES",
     "LEXICAL_FEATURES",
+    "OUTCOMES",
     "READER_FEATURES",
+    "REFUSED",
     "Gate",
     "calibrated_gate",
     "default_gate",

@@ -1,4 +1,12 @@
-"""The decision: a logistic model over the features, and the threshold below which it refuses.
+"""The decision: a logistic model over the features, and the two cuts that split its
+probability into three outcomes.
+
+- at or over the `threshold`: a confident answer;
+- from the `floor` up to the threshold: a cautious one, the closest passage, which
+  may not answer the question, cited and marked as such;
+- under the floor: a refusal. The floor is the lowest cut that refused every
+  out-of-scope question the gate was fitted on (`model.floor_for`), so what sits
+  under it looks like a question the corpus does not cover at all.
 
 An index's own calibration (`groundqa calibrate`) is used when it was made for
 this very build; otherwise the built-in default, with a note saying why. A
@@ -16,10 +24,18 @@ from groundqa.gate.features import LEXICAL_FEATURES, READER_FEATURES
 from groundqa.gate.model import Logistic
 from groundqa.models import GateDecision
 
+CONFIDENT = "confident"
+CAUTIOUS = "cautious"
+REFUSED = "refused"
+OUTCOMES = (CONFIDENT, CAUTIOUS, REFUSED)
+
 
 @dataclass(frozen=True)
 class Gate:
-    """A model that maps features to P(answerable), and the threshold below which it refuses."""
+    """A model that maps features to P(answerable), the threshold for a confident answer,
+    and the floor below which it refuses (the floor is the threshold when no cautious
+    band was fitted: a calibration made before there was one, or one without out-of-scope
+    probes)."""
 
     model: Logistic
     threshold: float
@@ -27,6 +43,12 @@ class Gate:
     info: dict[str, Any] = field(default_factory=dict)  # probe/index fingerprints, CV figures
     note: str = ""  # why an index's own calibration is not in use, if it is not
     origin: str = "the bundled example corpus"  # what a built-in default was fitted on
+    floor_at: float | None = None  # None: no cautious band
+
+    @property
+    def floor(self) -> float:
+        """Refused below this; the threshold itself where there is no cautious band."""
+        return self.threshold if self.floor_at is None else min(self.floor_at, self.threshold)
 
     @property
     def kind(self) -> str:
@@ -37,6 +59,7 @@ class Gate:
             "kind": self.kind,
             "calibrated": self.calibrated,
             "threshold": round(self.threshold, 6),
+            "floor": round(self.floor, 6),
             "model": self.model.to_dict(),
             **self.info,
         }
@@ -47,7 +70,7 @@ class Gate:
             why = f"{self.note}; " if self.note else "not calibrated: "
             return (
                 f"{why}the built-in default (fitted on {self.origin}), "
-                f"threshold {self.threshold:.3f}; run `groundqa calibrate --index DIR "
+                f"{self._cuts()}; run `groundqa calibrate --index DIR "
                 "--probes FILE` to fit one for this index"
             )
         n = self.info.get("probes", {})
@@ -56,30 +79,50 @@ class Gate:
             f"calibrated on {n.get('answerable', '?')} answerable and "
             f"{n.get('unanswerable', '?')} unanswerable probes "
             f"(probe set {self.info.get('probe_fingerprint', '?')}, "
-            f"{self.info.get('calibrated_at', '?')}); threshold {self.threshold:.3f} "
-            f"for {target:.0%} false refusal; cross-validated AUC {self.info.get('cv_auc', '?')}"
+            f"{self.info.get('calibrated_at', '?')}); {self._cuts()}, the threshold set "
+            f"for {target:.0%} of answerable questions short of it; cross-validated AUC "
+            f"{self.info.get('cv_auc', '?')}"
         )
 
+    def _cuts(self) -> str:
+        if self.floor >= self.threshold:
+            return f"threshold {self.threshold:.3f} (no cautious band)"
+        return f"confident from {self.threshold:.3f}, cautious from {self.floor:.3f}, refused below"
+
+    def outcome(self, p: float) -> str:
+        """`CONFIDENT` at or over the threshold, `CAUTIOUS` from the floor, else `REFUSED`."""
+        if p >= self.threshold:
+            return CONFIDENT
+        return CAUTIOUS if p >= self.floor else REFUSED
+
     def decide(self, weights: Mapping[str, float], feats: Mapping[str, float]) -> GateDecision:
-        """Answer when P(answerable) reaches the threshold; a question with nothing to look for,
-        or nothing found, is refused outright."""
+        """Answer with confidence when P(answerable) reaches the threshold, with caution
+        when it reaches the floor; a question with nothing to look for, or nothing found,
+        is refused outright."""
         label = "calibrated" if self.calibrated else "default"
         if not weights:
-            return self._decision(False, "the question has no topic words", 0.0, {}, label)
+            return self._decision(REFUSED, "the question has no topic words", 0.0, {}, label)
         if not feats:
-            return self._decision(False, "no passage matched the question", 0.0, {}, label)
+            return self._decision(REFUSED, "no passage matched the question", 0.0, {}, label)
         p = self.model.probability(feats)
         factors = {k: round(v, 4) for k, v in self.model.factors(feats).items()}
-        if p < self.threshold:
+        outcome = self.outcome(p)
+        if outcome == REFUSED:
+            cut = "floor" if self.floor < self.threshold else "threshold"
+            reason = f"confidence {p:.2f} is below the {label} gate's {cut} {self.floor:.2f}"
+        elif outcome == CAUTIOUS:
             reason = (
-                f"confidence {p:.2f} is below the {label} gate's threshold {self.threshold:.2f}"
+                f"confidence {p:.2f} is below the {label} gate's threshold "
+                f"{self.threshold:.2f} for a confident answer: the closest passage, which "
+                "may not answer this"
             )
-            return self._decision(False, reason, p, dict(feats), label, factors)
-        return self._decision(True, "confident enough to answer", p, dict(feats), label, factors)
+        else:
+            reason = "confident enough to answer"
+        return self._decision(outcome, reason, p, dict(feats), label, factors)
 
     def _decision(
         self,
-        answer: bool,
+        outcome: str,
         reason: str,
         p: float,
         feats: dict[str, float],
@@ -87,18 +130,22 @@ class Gate:
         factors: dict[str, float] | None = None,
     ) -> GateDecision:
         return GateDecision(
-            answer=answer,
+            answer=outcome != REFUSED,
             reason=reason,
             score=round(p, 4),
             threshold=round(self.threshold, 4),
             features=feats,
             factors=factors or {},
             calibrated=self.calibrated,
+            outcome=outcome,
+            floor=round(self.floor, 4),
         )
 
 
 # Fitted by `python bench/default_gate.py` on examples/regpack.probes.jsonl over the
 # bundled example corpus (a BM25-only build: these features read the same on any index).
+# The floor is the lowest cut under which every out-of-scope probe's out-of-fold
+# probability falls; from it to the threshold answers are cautious.
 DEFAULT_MODEL = Logistic(
     names=LEXICAL_FEATURES,
     mean=(0.596077, 0.555142, 0.210331, 0.088898, 0.211530, 0.543518, 0.049383),
@@ -107,8 +154,9 @@ DEFAULT_MODEL = Logistic(
     intercept=0.770920,
 )
 DEFAULT_THRESHOLD = 0.399527
+DEFAULT_FLOOR = 0.373034
 
-DEFAULT_GATE = Gate(DEFAULT_MODEL, DEFAULT_THRESHOLD, calibrated=False)
+DEFAULT_GATE = Gate(DEFAULT_MODEL, DEFAULT_THRESHOLD, calibrated=False, floor_at=DEFAULT_FLOOR)
 
 # Fitted by `python bench/default_gate.py --reader` on training data only: ClapNQ's
 # shared half (its answerable and near-miss questions) and 300 questions of the answer
@@ -118,21 +166,24 @@ DEFAULT_GATE = Gate(DEFAULT_MODEL, DEFAULT_THRESHOLD, calibrated=False)
 DEFAULT_READER_MODEL = Logistic(
     names=LEXICAL_FEATURES + READER_FEATURES,
     mean=(0.484988, 0.453871, 0.159718, 0.118981, 0.261280,
-          0.355713, 0.078261, 0.320301, 0.111416, 0.227391),
+          0.354207, 0.080000, 0.322023, 0.111822, 0.228538),
     scale=(0.244402, 0.268184, 0.221807, 0.054155, 0.217742,
-           0.262693, 0.268582, 0.322484, 0.152968, 0.254662),
-    coef=(-0.404673, 0.262468, -0.689339, -0.107974, 0.834404,
-          0.283515, -0.129044, 0.454159, 0.060543, 1.855873),
-    intercept=-2.351039,
+           0.265750, 0.271293, 0.320796, 0.152166, 0.254058),
+    coef=(-0.405081, 0.268163, -0.700198, -0.098167, 0.833350,
+          0.251738, -0.128714, 0.462994, 0.065082, 1.849053),
+    intercept=-2.353920,
 )
 # fmt: on
-DEFAULT_READER_THRESHOLD = 0.104836
+DEFAULT_READER_THRESHOLD = 0.102520
+# Out-of-scope training questions reach past the threshold: no cautious band.
+DEFAULT_READER_FLOOR = 0.102520
 
 DEFAULT_READER_GATE = Gate(
     DEFAULT_READER_MODEL,
     DEFAULT_READER_THRESHOLD,
     calibrated=False,
     origin="training data, with the answer model's features",
+    floor_at=DEFAULT_READER_FLOOR,
 )
 
 
@@ -146,10 +197,20 @@ def calibrated_gate(stored: Mapping[str, Any]) -> Gate:
         raise CalibrationError("the calibration has no numeric `threshold`") from None
     if not 0.0 <= threshold <= 1.0:  # also false for NaN
         raise CalibrationError(f"the calibration's threshold {threshold} is not a probability")
+    try:  # a calibration made before the cautious band has no floor: it is the threshold
+        floor = float(stored.get("floor", threshold))
+    except (TypeError, ValueError):
+        raise CalibrationError("the calibration's `floor` is not a number") from None
+    if not 0.0 <= floor <= threshold:
+        raise CalibrationError(
+            f"the calibration's floor {floor} is not a probability at or under its threshold"
+        )
     info = {
-        k: v for k, v in stored.items() if k not in ("kind", "calibrated", "threshold", "model")
+        k: v
+        for k, v in stored.items()
+        if k not in ("kind", "calibrated", "threshold", "floor", "model")
     }
-    return Gate(model, threshold, calibrated=True, info=info)
+    return Gate(model, threshold, calibrated=True, info=info, floor_at=floor)
 
 
 def default_gate(reader: bool = False) -> Gate:

@@ -147,6 +147,18 @@ def threshold_for(positives: Array, target: float) -> float:
     return float(ordered[min(allowed, ordered.size - 1)])
 
 
+def floor_for(outside: Array, threshold: float) -> float:
+    """The lowest cut that refuses every one of these out-of-scope probabilities, never
+    above `threshold` (no out-of-scope probability: `threshold`, so nothing is cautious).
+
+    Below the floor the gate refuses; from the floor to the threshold it answers with
+    caution; at the threshold and above, with confidence.
+    """
+    if outside.size == 0:
+        return threshold
+    return min(threshold, float(np.nextafter(float(outside.max()), 1.0)))
+
+
 def group_codes(groups: Sequence[str | None]) -> npt.NDArray[np.intp]:
     """One integer per row naming its group; a row without a group is a group of its own."""
     codes: dict[str, int] = {}
@@ -245,6 +257,27 @@ def threshold_from_folds(
     return threshold_for(np.concatenate(pooled), target)
 
 
+def floor_from_folds(
+    x: Array,
+    y: Array,
+    names: Sequence[str],
+    outside: npt.NDArray[np.bool_],
+    threshold: float,
+    folds: int,
+    seed: int = 0,
+    groups: npt.NDArray[np.intp] | None = None,
+) -> float:
+    """The caution floor (`floor_for`) from the out-of-scope probes' (`outside`)
+    out-of-fold probabilities, pooled over the same fold shuffles as the threshold's."""
+    if not outside.any():
+        return threshold
+    k = fold_count(y, folds, groups)
+    pooled = [
+        out_of_fold(x, y, names, k, seed + r, groups)[outside] for r in range(THRESHOLD_REPEATS)
+    ]
+    return floor_for(np.concatenate(pooled), threshold)
+
+
 def roc_auc(y: Array, p: Array) -> float:
     """Area under the ROC curve: P(answerable scores above unanswerable), ties count half."""
     pos = p[y == 1]
@@ -271,9 +304,13 @@ class CrossValidation:
     """Honest figures for a calibration: every decision from a model that never saw the probe."""
 
     probability: Array  # out-of-fold P(answerable) per probe
-    refused: npt.NDArray[np.bool_]  # refusal at the threshold chosen on the training folds
+    refused: npt.NDArray[np.bool_]  # refusal below the floor chosen on the training folds
     thresholds: tuple[float, ...]  # one per outer fold
     folds: int
+    # Answered with caution: at or over the fold's floor, under its threshold (none
+    # without out-of-scope probes: the floor is then the threshold).
+    cautious: npt.NDArray[np.bool_] | None = None
+    floors: tuple[float, ...] = ()  # one per outer fold
 
     def auc(self, y: Array) -> float:
         return roc_auc(y, self.probability)
@@ -288,29 +325,41 @@ def cross_validate(
     folds: int = DEFAULT_FOLDS,
     seed: int = 0,
     groups: npt.NDArray[np.intp] | None = None,
+    outside: npt.NDArray[np.bool_] | None = None,
 ) -> CrossValidation:
-    """Nested cross-validation: each outer fold's model and threshold come from the other folds.
+    """Nested cross-validation: each outer fold's model, threshold and floor come from
+    the other folds.
 
     The threshold for a fold is set from inner out-of-fold probabilities on its
-    training part (`threshold_from_folds`), exactly as `calibrate` sets the stored
-    one, so the refusals reported here are what a deployed calibration would do on
-    unseen questions. With `groups` (`group_codes`), no fold, outer or inner, splits
-    a group, so no probe is judged by a model that saw one of its paraphrases.
+    training part (`threshold_from_folds`), and its caution floor from those of the
+    out-of-scope probes there (`outside`; `floor_from_folds`), exactly as `calibrate`
+    sets the stored ones, so the refusals reported here are what a deployed calibration
+    would do on unseen questions. With `groups` (`group_codes`), no fold, outer or
+    inner, splits a group, so no probe is judged by a model that saw one of its
+    paraphrases.
     """
     check_labels(y)
     k = fold_count(y, folds, groups)
+    outside = np.zeros(len(y), dtype=bool) if outside is None else outside
     p = np.zeros(len(y))
     refused = np.zeros(len(y), dtype=bool)
+    cautious = np.zeros(len(y), dtype=bool)
     cuts: list[float] = []
+    floors: list[float] = []
     for test in stratified_folds(y, k, seed, groups):
         train = np.setdiff1d(np.arange(len(y)), test)
         inner = None if groups is None else groups[train]
         model = fit_logistic(x[train], y[train], names)
         cut = threshold_from_folds(x[train], y[train], names, target, folds, seed + 1, inner)
+        floor = floor_from_folds(
+            x[train], y[train], names, outside[train], cut, folds, seed + 1, inner
+        )
         p[test] = model.predict(x[test])
-        refused[test] = p[test] < cut
+        refused[test] = p[test] < floor
+        cautious[test] = (p[test] >= floor) & (p[test] < cut)
         cuts.append(cut)
-    return CrossValidation(p, refused, tuple(cuts), k)
+        floors.append(floor)
+    return CrossValidation(p, refused, tuple(cuts), k, cautious, tuple(floors))
 
 
 def check_labels(y: Array) -> None:

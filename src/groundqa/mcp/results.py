@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -44,10 +44,17 @@ class CitationOut(BaseModel):
     truncated: bool = Field(False, description=TRUNCATED)
 
 
+Outcome = Literal["confident", "cautious", "refused"]
+
+
 class AskResult(BaseModel):
     """An answer from the corpus with its citations, or a refusal."""
 
     answer: str = Field(description="The answer with [n] markers, or the refusal sentence.")
+    outcome: Outcome = Field(
+        description="'confident'; 'cautious': the closest passage, which may not answer the "
+        "question, so say so when passing it on; or 'refused'."
+    )
     refused: bool = Field(
         description="True when the corpus does not cover the question: nothing is cited, and "
         "the question should not be answered from general knowledge as if the corpus did."
@@ -140,6 +147,7 @@ def citation_out(c: Citation) -> CitationOut:
 def ask_result(answer: Answer) -> AskResult:
     return AskResult(
         answer=answer.answer,
+        outcome=cast(Outcome, answer.outcome),
         refused=answer.refused,
         refused_by=answer.refused_by,
         confidence=answer.confidence,

@@ -35,9 +35,9 @@ from groundqa.lexicon import (
     NUMBER_WORDS,
     find_instructions,
 )
-from groundqa.models import Hit
+from groundqa.models import Chunk, Hit
 from groundqa.read.model import AnswerModel, trained_language
-from groundqa.text import PassageTerms
+from groundqa.text import PassageTerms, leading_title
 
 # What reads the passages: word coverage alone, or the shipped answer model. Word coverage
 # stays the default: on the city-guide probes, which it was not trained for, the model
@@ -85,6 +85,10 @@ _WANTS = (
     (re.compile(r"\b(who|whom|whose)\b", re.I), (MENTIONS_NAME,)),
 )
 _HEADING_LINE = re.compile(r"^\s*#{1,6}\s")
+# A sentence that asks ("How much is a day ticket?"), as a FAQ's question line does.
+_QUESTION = re.compile(r"\?[\"'”’)\]]*$")
+# Stands for a passage's title line among its sentences (no sentence is empty).
+_TITLE = ""
 
 
 def coverage(weights: Mapping[str, float], passage_terms: AbstractSet[str]) -> float:
@@ -332,16 +336,26 @@ class Reader:
             context = self.text.terms(
                 f"{chunk.chunk_id}:context", f"{chunk.breadcrumb} {document_name(chunk.doc_id)}"
             )
-            for pos, (text, terms) in enumerate(self.text.sentences(chunk.chunk_id, chunk.text)):
+            asked: frozenset[str] = frozenset()  # the question line above, in a FAQ
+            for pos, (text, terms) in enumerate(self._units(chunk)):
+                if pos == 0 and text == _TITLE:
+                    context = context | terms  # the passage's title: context, not a quote
+                    continue
                 if _HEADING_LINE.match(text) or len(text) < 12 or _addresses_model(text):
+                    continue
+                if _QUESTION.search(text):
+                    # A question line is what the sentences after it answer, never the
+                    # answer itself: its words are their context.
+                    asked = terms
                     continue
                 # Context alone (a matching title) is not an answer: the sentence must add
                 # something. The model reads every sentence of the first `model_all`
                 # passages (an answer may use other words) and, below them, those that
-                # share a topic word, which keeps the cost of a read down.
-                if not terms & topic and (model is None or i >= self.model_all):
+                # share a topic word (or whose question line does), which keeps the cost
+                # of a read down.
+                if not (terms | asked) & topic and (model is None or i >= self.model_all):
                     continue
-                cov = coverage(weights, terms | context)
+                cov = coverage(weights, terms | context | asked)
                 has = holds(best_kind, text)
                 bonus = self.type_bonus if has else 0.0
                 sentences.append(Sentence(i, pos, text, cov, cov + bonus + 0.05 / (i + 1), has))
@@ -356,6 +370,25 @@ class Reader:
         # number for "how many people", though not the one the reader ranks first).
         found = holds(kinds, best.text) or (follow is not None and holds(kinds, follow.text))
         return replace(reading, found=found)
+
+    def _units(self, chunk: Chunk) -> list[tuple[str, frozenset[str]]]:
+        """The passage's sentences with their terms; a title on its first line (see
+        `text.leading_title`) comes first on its own, as (`_TITLE`, its terms)."""
+        units = list(self.text.sentences(chunk.chunk_id, chunk.text))
+        title = leading_title(chunk.text)
+        if title is None or not units:
+            return units
+        first = units[0][0]
+        if first == title:
+            return [(_TITLE, units[0][1]), *units[1:]]
+        if not first.startswith(f"{title} "):
+            return units
+        rest = first[len(title) + 1 :]
+        return [
+            (_TITLE, self.text.terms(f"{chunk.chunk_id}:title", title)),
+            (rest, self.text.terms(f"{chunk.chunk_id}:first", rest)),
+            *units[1:],
+        ]
 
     @staticmethod
     def _scored(

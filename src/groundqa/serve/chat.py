@@ -239,7 +239,15 @@ class Completion:
 
 def extras(result: dict[str, Any]) -> dict[str, Any]:
     """What a chat reply carries besides the content: the citations, and how it was decided."""
-    keys = ("refused", "refused_by", "confidence", "standalone_question", "notes", "cache")
+    keys = (
+        "outcome",
+        "refused",
+        "refused_by",
+        "confidence",
+        "standalone_question",
+        "notes",
+        "cache",
+    )
     return {"citations": result["citations"], "groundqa": {k: result.get(k) for k in keys}}
 
 

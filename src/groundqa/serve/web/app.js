@@ -478,8 +478,11 @@
     const gate = data.gate;
     if (!gate || data.confidence === undefined || data.confidence === null) return null;
     const kind = gate.calibrated ? "calibrated" : "default gate";
-    let text = `confidence ${percent(data.confidence)} (${kind}`;
-    if (gate.threshold !== undefined && gate.threshold !== null) text += `, answers from ${percent(gate.threshold)}`;
+    const outcome = data.outcome ? `${data.outcome}: ` : "";
+    let text = `${outcome}confidence ${percent(data.confidence)} (${kind}`;
+    const banded = typeof gate.floor === "number" && typeof gate.threshold === "number" && gate.floor < gate.threshold;
+    if (banded) text += `, confident from ${percent(gate.threshold)}, cautious from ${percent(gate.floor)}`;
+    else if (gate.threshold !== undefined && gate.threshold !== null) text += `, answers from ${percent(gate.threshold)}`;
     return `${text})`;
   }
 
@@ -542,6 +545,7 @@
       answerBox.replaceChildren();
       answerBox.hidden = true;
       result.classList.add("is-refused");
+      result.classList.remove("is-cautious");
       const by = CHECK_NAMES[data.refused_by] || (data.refused_by ? String(data.refused_by) : "a check");
       const reason = data.gate && data.refused_by === "gate" ? data.gate.reason : "";
       refusalBox.replaceChildren(
@@ -562,7 +566,15 @@
     refusalBox.replaceChildren();
     refusalBox.hidden = true;
     answerBox.hidden = false;
-    answerBox.replaceChildren(el("h2", { class: "answer-heading" }, "Answer"), answerParagraph(data.answer || "", citations));
+    const cautious = data.outcome === "cautious";
+    result.classList.toggle("is-cautious", cautious);
+    answerBox.replaceChildren(el("h2", { class: "answer-heading" }, cautious ? "Closest passage" : "Answer"));
+    if (cautious) {
+      answerBox.append(
+        el("p", { class: "caution", dataset: { testid: "caution" } }, "The closest passage, which may not answer this:"),
+      );
+    }
+    answerBox.append(answerParagraph(data.answer || "", citations));
     const notes = Array.isArray(data.notes) ? data.notes : [];
     if (notes.length) {
       answerBox.append(

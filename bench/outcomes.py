@@ -1,0 +1,180 @@
+"""Three outcomes, not two: the share of each kind of question answered with confidence,
+with caution, or refused, on every visible set, as a new user runs it.
+
+Every set is asked end to end (`evaluate_probes`: retrieve, read, gate, quote, audit)
+with the default configuration and no probe set: the lexical reader, the built-in
+default gate, over a BM25-only build. The baseline in the same run is today's
+two-outcome gate, the same model and threshold without the cautious band: each
+question it would have refused at the gate is one the three-outcome gate answers
+with caution, so both rows come from one pass over the questions.
+
+The sets: the example corpus (its probes; the default gate was fitted on them, so this
+row is in-sample), the city guides (the seed questions and
+`bench/city_guides.probes.jsonl`), the Natech seed probes, ObliQA dev and ClapNQ's
+shared half (in-sample for the answer-model default gate, not for this one). Beside
+each, the reliability of the confidence: questions binned by P(answerable), against
+the share of them the corpus answers.
+
+    python bench/outcomes.py   # (part of `make bench`)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import WORK, machine, write_result
+from groundqa.engine import Engine
+from groundqa.evaluate.harness import ProbeResult, evaluate_probes
+from groundqa.evaluate.probes import KINDS, Probe
+from groundqa.gate import DEFAULT_GATE
+from groundqa.ingestion import ingest
+from synthetic import corpora
+
+OUT_WORK = WORK / "outcomes"
+BINS = 5
+BASELINE = "two outcomes (before: refused under the threshold)"
+THREE = "three outcomes (default)"
+
+
+def counts(results: Sequence[ProbeResult], banded: bool) -> dict[str, dict[str, int]]:
+    """kind -> n, confident, cautious, refused and fact (an answer, confident or
+    cautious, that holds the expected fact) for the gate with or without its band."""
+    out: dict[str, dict[str, int]] = {}
+    for kind in KINDS:
+        rows = [r for r in results if r.probe.kind == kind]
+        if not rows:
+            continue
+        cautious = [r for r in rows if r.outcome == "cautious"]
+        c = {
+            "n": len(rows),
+            "confident": sum(r.outcome == "confident" for r in rows),
+            "cautious": len(cautious) if banded else 0,
+            "refused": sum(r.outcome == "refused" for r in rows) + (0 if banded else len(cautious)),
+            "checked": sum(r.contains is not None for r in rows),
+            "fact": sum(bool(r.contains) for r in rows if banded or r.outcome != "cautious"),
+        }
+        out[kind] = c
+    return out
+
+
+def reliability(results: Sequence[ProbeResult], bins: int = BINS) -> list[dict[str, Any]]:
+    """Equal-width bins of the gate's confidence against the share of answerable questions."""
+    rows = []
+    for i in range(bins):
+        lo, hi = i / bins, (i + 1) / bins
+        inside = [r for r in results if lo <= r.gate_score and (r.gate_score < hi or i == bins - 1)]
+        if inside:
+            rows.append(
+                {
+                    "lo": lo,
+                    "hi": hi,
+                    "n": len(inside),
+                    "mean_confidence": round(sum(r.gate_score for r in inside) / len(inside), 4),
+                    "answerable_share": round(
+                        sum(r.probe.answerable for r in inside) / len(inside), 4
+                    ),
+                }
+            )
+    return rows
+
+
+def measure(
+    name: str, sources: Sequence[Path], fmt: str, probes: Sequence[Probe]
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    index = OUT_WORK / name.lower().replace(" ", "_")
+    ingest(list(sources), index, fmt=fmt, dense=None)
+    engine = Engine.open(index, reader="lexical")
+    assert engine.gate is DEFAULT_GATE, "the sets are asked as a new user asks them"
+    report = evaluate_probes(engine, probes)
+    t = time.perf_counter() - started
+    results = report.results
+    return {
+        "questions": len(probes),
+        "rows": {BASELINE: counts(results, banded=False), THREE: counts(results, banded=True)},
+        "reliability": reliability(results)
+        if len({r.probe.answerable for r in results}) == 2
+        else [],
+        "latency_ms_p50": round(report.metrics["latency_ms_p50"], 2),
+        "seconds": round(t, 1),
+    }
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.0%})" if whole else "—"
+
+
+def markdown(data: dict[str, Any]) -> str:
+    g = data["gate"]
+    lines = [
+        "## Three outcomes on the visible sets",
+        "",
+        f"`python bench/outcomes.py`: each set asked end to end as a new user asks it "
+        f"(lexical reader, built-in default gate, no probe set; BM25-only builds). "
+        f"Confident from {g['threshold']:.3f}, cautious from {g['floor']:.3f}, refused "
+        "below, or when the reader finds no sentence that answers. The baseline row is "
+        "the same gate without the cautious band (today's two outcomes), from the same "
+        "pass. `fact`: the answer, confident or cautious, holds the expected fact, over "
+        f"the questions that name one. {data['machine']['cpus']} CPUs, "
+        f"{data['seconds']:.0f} s in all.",
+        "",
+    ]
+    for name, c in data["sets"].items():
+        lines += [
+            f"### {name}",
+            "",
+            "| gate | kind | confident | cautious | refused | answer holds the fact |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for row, kinds in c["rows"].items():
+            for kind, o in kinds.items():
+                fact = _share(o["fact"], o["checked"]) if o["checked"] else "—"
+                lines.append(
+                    f"| {row} | {kind.replace('_', ' ')} | {_share(o['confident'], o['n'])} "
+                    f"| {_share(o['cautious'], o['n'])} | {_share(o['refused'], o['n'])} "
+                    f"| {fact} |"
+                )
+        if c["reliability"]:
+            lines += [
+                "",
+                "Reliability of the confidence (all questions of the set):",
+                "",
+                "| confidence | questions | mean confidence | share answerable |",
+                "|---|---:|---:|---:|",
+            ]
+            for b in c["reliability"]:
+                lines.append(
+                    f"| {b['lo']:.1f}–{b['hi']:.1f} | {b['n']} | {b['mean_confidence']:.2f} "
+                    f"| {b['answerable_share']:.2f} |"
+                )
+        lines += [
+            "",
+            f"`eval` p50 per question {c['latency_ms_p50']:.1f} ms; {c['seconds']} s.",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def run() -> dict[str, Any]:
+    started = time.perf_counter()
+    data: dict[str, Any] = {
+        "machine": machine(),
+        "gate": {"threshold": DEFAULT_GATE.threshold, "floor": DEFAULT_GATE.floor},
+        "sets": {},
+    }
+    for name, (sources, fmt, probes) in corpora().items():
+        data["sets"][name] = measure(name, sources, fmt, probes)
+        print(f"{name}: {data['sets'][name]['seconds']} s", flush=True)
+    data["seconds"] = round(time.perf_counter() - started, 1)
+    write_result("outcomes", data, markdown(data))
+    return data
+
+
+if __name__ == "__main__":
+    run()
