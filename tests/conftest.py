@@ -253,3 +253,15 @@ def widen_the_band(index: Path, threshold: float = 1.0, floor: float = 0.0) -> N
     info = {"index_fingerprint": fingerprint, "probes": {"answerable": 0, "unanswerable": 0}}
     gate = Gate(DEFAULT_GATE.model, threshold, calibrated=True, info=info, floor_at=floor)
     set_gate(index, gate.to_dict(), fingerprint)
+
+
+def is_default(gate: Any) -> bool:
+    """Whether `gate` is the built-in default: its model and threshold, not calibrated
+    (its floor may be the one its index fitted for itself, or the default's)."""
+    from groundqa.gate import DEFAULT_GATE
+
+    return (
+        not gate.calibrated
+        and gate.model is DEFAULT_GATE.model
+        and gate.threshold == DEFAULT_GATE.threshold
+    )

@@ -43,7 +43,14 @@ from groundqa.gate import (
 from groundqa.gate.model import probe_fingerprint
 from groundqa.index.manifest import MANIFEST, current_build, read_manifest, update_gate
 from groundqa.ingestion import ingest
-from tests.conftest import REGPACK, REGPACK_PROBES, ROOT, need_shared, write_small_corpus
+from tests.conftest import (
+    REGPACK,
+    REGPACK_PROBES,
+    ROOT,
+    is_default,
+    need_shared,
+    write_small_corpus,
+)
 
 PROBES = load_probes(REGPACK_PROBES)
 PROBE_SET = probe_fingerprint([(p.question, p.kind) for p in PROBES])
@@ -187,7 +194,7 @@ def test_ask_prints_the_confidence_and_which_gate_gave_it(
 ) -> None:
     for index, kind in (
         (calibrated.index, "calibrated"),
-        (pristine, "default gate, not calibrated for this index"),
+        (pristine, "default gate, its floor fitted to this index"),
     ):
         answer = Engine.open(index).ask(TURBINE)
         result = cli("ask", TURBINE, "--index", index)
@@ -246,7 +253,7 @@ def test_dry_run_reports_but_stores_nothing(fresh: Path) -> None:
     assert text.exit_code == 0 and "dry run: nothing stored" in text.stdout
     assert "stored in" not in text.stdout
     assert manifest_bytes(fresh) == before
-    assert Engine.open(fresh).gate is DEFAULT_GATE
+    assert is_default(Engine.open(fresh).gate)
 
 
 # ---------------------------------------------------------------- --apply and --reset
@@ -260,7 +267,10 @@ def test_a_calibration_exported_from_one_index_is_refused_by_another(
     assert result.exit_code == 1
     assert error_line(result).startswith("error: this calibration was made for another index")
     assert manifest_bytes(small) == before
-    assert Engine.open(small).gate is DEFAULT_GATE
+    gate = Engine.open(small).gate
+    # too small to fit a floor on: the default's, and a note that says why
+    assert is_default(gate) and gate.floor == DEFAULT_GATE.floor
+    assert "the floor was not fitted: the index has" in gate.describe()
 
 
 def test_apply_onto_the_index_it_was_made_for_stores_it(
@@ -346,8 +356,10 @@ def test_reset_puts_the_default_gate_back(fresh_calibrated: Path) -> None:
     assert result.stdout.strip() == (
         f"build {manifest.build_id} uses the built-in default gate again"
     )
-    assert manifest.gate == DEFAULT_GATE.to_dict()
-    assert Engine.open(fresh_calibrated).gate is DEFAULT_GATE
+    # the default, with the floor fitted to this index again, as a new build gets
+    assert set(manifest.gate) == {"self_fit"}
+    gate = Engine.open(fresh_calibrated).gate
+    assert is_default(gate) and gate.floor == manifest.gate["self_fit"]["floor"]
 
 
 @pytest.mark.parametrize(
@@ -448,10 +460,11 @@ def test_a_changed_corpus_drops_the_calibration_and_says_so(tmp_path: Path) -> N
         page.read_text("utf-8") + "\n\nBins are washed twice a year by the council.\n", "utf-8"
     )
     report = ingest([corpus], index, dense=None)
-    assert report.changed and report.gate_note == DROPPED
-    assert report.message.endswith(f"; {DROPPED}")
-    assert read_manifest(current_build(index)).gate == {}  # no calibration: the default applies
-    assert Engine.open(index).gate is DEFAULT_GATE
+    assert report.changed and report.gate_note.startswith(f"{DROPPED}; gate: cautious from ")
+    assert f"; {DROPPED}; " in report.message
+    # no calibration: the default applies, with a floor fitted to the new build
+    assert set(read_manifest(current_build(index)).gate) == {"self_fit"}
+    assert is_default(Engine.open(index).gate)
     # and the calibration made for the old build cannot be put back on the new one
     again = cli("calibrate", "--index", index, "--apply", export)
     assert again.exit_code == 1
@@ -707,6 +720,8 @@ def test_health_reports_the_calibrated_gate(api: tuple[str, Engine]) -> None:
         "kind": "calibrated-logistic",
         "calibrated": True,
         "threshold": engine.gate.threshold,
+        "floor": engine.gate.floor,
+        "self_fit": False,
         "summary": engine.gate.describe(),
     }
     assert gate["summary"].startswith("calibrated on 52 answerable and 29 unanswerable probes")

@@ -15,7 +15,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -84,7 +84,9 @@ class IngestReport:
     findings: tuple[Finding, ...] = ()
     seconds: float = 0.0
     timings_s: dict[str, float] = field(default_factory=dict)
-    gate_note: str = ""  # set when the previous build's calibration could not be kept
+    # set when the previous build's calibration could not be kept, and what fitting the
+    # gate's floor to the new build found
+    gate_note: str = ""
     lexical_note: str = ""  # how the store searches BM25, where it has a choice
 
     @property
@@ -94,9 +96,9 @@ class IngestReport:
             f"{n.get('documents', 0)} documents, {n.get('sections', 0)} sections, "
             f"{n.get('chunks', 0)} chunks"
         )
-        if not self.changed:
-            return f"index at {self.index_dir} is up to date ({what}); nothing to do"
         note = f"; {self.gate_note}" if self.gate_note else ""
+        if not self.changed:
+            return f"index at {self.index_dir} is up to date ({what}); nothing to do{note}"
         embedded = self.timings_s.get("embedded_chunks")
         chunks = n.get("chunks", 0)
         if embedded is not None and embedded < chunks:
@@ -168,6 +170,7 @@ def ingest(
     ocr: bool = True,
     follow_links: bool = False,
     ocr_budget: OcrBudget | None = None,
+    self_fit: bool = True,
 ) -> IngestReport:
     """Build (or confirm up to date) the index for `sources` at `index_dir`.
 
@@ -175,8 +178,9 @@ def ingest(
     PDF pages without a text layer instead of reading them by OCR, and `ocr_budget` says
     how long OCR may take (the defaults when None; its progress goes to `reporter`
     unless it has its own); `follow_links` reads
-    symbolic links in a corpus folder that point outside it (see `loaders.load`). The
-    embedder is loaded first, so a wrong model name fails before the corpus
+    symbolic links in a corpus folder that point outside it (see `loaders.load`);
+    `self_fit=False` keeps the built-in gate's floor instead of fitting one to the new
+    build (see `evaluate.selffit`). The embedder is loaded first, so a wrong model name fails before the corpus
     is read; a remote embedder that fails mid-build leaves the previous index current.
     """
     reporter = reporter or NullReporter()
@@ -224,6 +228,7 @@ def ingest(
                 dense=dense,
                 embedder=embedder,
                 force=force,
+                self_fit=self_fit,
             ),
             reporter,
             started,
@@ -243,6 +248,7 @@ def ingest_documents(
     embedder_options: EmbedderOptions | None = None,
     force: bool = False,
     reporter: Reporter | None = None,
+    self_fit: bool = True,
 ) -> IngestReport:
     """Index Documents made elsewhere (not by `load`, and not validated here) at
     `index_dir`, as `ingest` indexes what it loads: the same chunking, indexes, manifest
@@ -262,6 +268,7 @@ def ingest_documents(
             dense=dense,
             embedder=embedder,
             force=force,
+            self_fit=self_fit,
         )
         return _build(target, build, reporter or NullReporter(), started, {})
     except KeyboardInterrupt:
@@ -293,9 +300,10 @@ class _Build:
     dense: DenseSettings | None
     embedder: Embedder | None
     force: bool
+    self_fit: bool = True  # fit the gate's floor to the new build (see `evaluate.selffit`)
 
 
-def _build(
+def _write_build(
     target: Target,
     build: _Build,
     reporter: Reporter,
@@ -397,6 +405,42 @@ def _build(
         timings_s=timings,
         gate_note=gate_note,
         lexical_note=build_input.notes.get("lexical", ""),
+    )
+
+
+def _build(
+    target: Target,
+    build: _Build,
+    reporter: Reporter,
+    started: float,
+    timings: dict[str, float],
+) -> IngestReport:
+    """`_write_build`, then the gate's floor fitted to the current build (see
+    `evaluate.selffit`): after a new build, or for a build made before floors were
+    fitted, unless it is calibrated or `build.self_fit` is off."""
+    report = _write_build(target, build, reporter, started, timings)
+    if not build.self_fit:
+        return report
+    with target.lock():
+        manifest = target.current_manifest()
+    gate = manifest.gate if manifest is not None else {}
+    if gate.get("calibrated"):
+        return report
+    if not report.changed and "self_fit" in gate:
+        return report
+    # The gate is a query stage: it is fitted over the build now current, through the
+    # engine, as a user's questions will be asked of it (the build side never reads it).
+    from groundqa.evaluate.selffit import self_fit
+
+    t = time.perf_counter()
+    reporter.stage("fitting the gate's floor")
+    note = self_fit(report.index_dir)
+    timings["self_fit"] = time.perf_counter() - t
+    return replace(
+        report,
+        seconds=time.perf_counter() - started,
+        timings_s=timings,
+        gate_note="; ".join(n for n in (report.gate_note, note) if n),
     )
 
 

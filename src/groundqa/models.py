@@ -351,6 +351,7 @@ class GateDecision:
     calibrated: bool = False
     outcome: str = ""
     floor: float | None = None
+    self_fit: bool = False  # the default gate, with the floor its index fitted for itself
 
     def __post_init__(self) -> None:
         if not self.outcome:  # made before there were three outcomes
@@ -369,6 +370,7 @@ class GateDecision:
             "features": dict(self.features),
             "factors": dict(self.factors),
             "calibrated": self.calibrated,
+            "self_fit": self.self_fit,
         }
 
     @classmethod
@@ -383,6 +385,7 @@ class GateDecision:
             calibrated=bool(d.get("calibrated", False)),
             outcome=str(d.get("outcome", "")),
             floor=float(d["floor"]) if d.get("floor") is not None else None,
+            self_fit=bool(d.get("self_fit", False)),
         )
 
 

@@ -182,6 +182,12 @@ def validate(
     is_flag=True,
     help="Index chunk text without its section path (the breadcrumb still cites it).",
 )
+@click.option(
+    "--no-self-fit",
+    is_flag=True,
+    help="Keep the built-in gate's floor instead of fitting one on out-of-scope questions "
+    "made for the new build.",
+)
 @click.option("--force", is_flag=True, help="Rebuild even when the corpus is unchanged.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def ingest(
@@ -200,6 +206,7 @@ def ingest(
     ann_threshold: int,
     max_chars: int,
     no_section_path: bool,
+    no_self_fit: bool,
     force: bool,
     as_json: bool,
 ) -> None:
@@ -223,6 +230,7 @@ def ingest(
             ocr=not no_ocr,
             ocr_budget=OcrBudget(ocr_budget, ocr_build_budget),
             follow_links=follow_links,
+            self_fit=not no_self_fit,
         )
     if as_json:
         emit_json(report.to_dict())

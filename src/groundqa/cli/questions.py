@@ -74,7 +74,12 @@ def _print_answer(answer: Answer, *, show_passages: bool = False, explain: bool 
 
 def _confidence_line(answer: Answer) -> str:
     gate = answer.gate
-    kind = "calibrated" if gate.calibrated else "default gate, not calibrated for this index"
+    if gate.calibrated:
+        kind = "calibrated"
+    elif gate.self_fit:
+        kind = "default gate, its floor fitted to this index"
+    else:
+        kind = "default gate, not calibrated for this index"
     if gate.floor is not None and gate.floor < gate.threshold:
         cuts = f"confident from {gate.threshold:.2f}, cautious from {gate.floor:.2f}"
     else:

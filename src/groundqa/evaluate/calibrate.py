@@ -32,6 +32,7 @@ import numpy.typing as npt
 from groundqa.engine import Engine
 from groundqa.errors import CalibrationError
 from groundqa.evaluate.probes import KINDS, Probe
+from groundqa.evaluate.selffit import self_fit
 from groundqa.gate import (
     DEFAULT_GATE,
     DENSE_FEATURES,
@@ -359,5 +360,9 @@ def install(index_dir: str | Path, stored: Mapping[str, Any]) -> Manifest:
 
 
 def reset(index_dir: str | Path) -> Manifest:
-    """Put the built-in default gate back."""
-    return set_gate(index_dir, DEFAULT_GATE.to_dict())
+    """Put the built-in default gate back, with the floor fitted to this index (as a new
+    build gets; see `evaluate.selffit`)."""
+
+    set_gate(index_dir, DEFAULT_GATE.to_dict())
+    self_fit(index_dir)
+    return current_manifest(index_dir)

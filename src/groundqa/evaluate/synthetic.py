@@ -456,6 +456,12 @@ class _Corpus:
                             self.surface[self.stem(w)][w.lower()] += 1
         self.n = len(self.sentences)
 
+    def known_share(self, question: str) -> float:
+        """The share of the question's topic terms the corpus uses (1 with none: no
+        question without topic words is out of scope by its words)."""
+        terms = self.analyzer.query_terms(question)
+        return sum(t in self.vocabulary for t in terms) / len(terms) if terms else 1.0
+
     def content(self, word: str) -> bool:
         return len(word) > 2 and not _figure(word) and word.lower() not in self.stop
 
@@ -722,7 +728,9 @@ def make_probes(
                 )
         if near >= want_near and len(answer_rows) >= want_answerable:
             break
-    outside = _outside(corpus, make, rng, n - want_answerable - want_near)
+    outside = _outside(
+        corpus.known_share, corpus.analyzer, make, rng, n - want_answerable - want_near
+    )
     probes.extend(probe for probe, _ in outside)
     sources.extend((probe.id, text) for probe, text in outside)
     return SyntheticProbes(
@@ -735,11 +743,28 @@ def make_probes(
     )
 
 
+def out_of_scope_questions(
+    known: Callable[[str], float],
+    *,
+    n: int = 100,
+    method: str = "keywords",
+    seed: int = 0,
+    analyzer: str = DEFAULT_ANALYZER,
+) -> list[Probe]:
+    """About `n` out-of-scope probes made from `OUTSIDE` by `method`, kept where `known`
+    (question -> the share of its topic terms the corpus uses) is at most OUTSIDE_KNOWN.
+    Needs no documents: an index can judge `known` itself (see `evaluate.selffit`)."""
+    if method not in _MAKERS:
+        raise UsageError(f"a probe method is one of {', '.join(METHODS)}, not {method!r}")
+    rng = random.Random(f"{seed}:{method}:outside")
+    return [probe for probe, _ in _outside(known, Analyzer(analyzer), _MAKERS[method], rng, n)]
+
+
 def _outside(
-    corpus: _Corpus, make: _Maker, rng: random.Random, want: int
+    known: Callable[[str], float], analyzer: Analyzer, make: _Maker, rng: random.Random, want: int
 ) -> list[tuple[Probe, str]]:
-    """Out-of-scope queries made from OUTSIDE, kept where the corpus knows few of their terms."""
-    analyzer = corpus.analyzer
+    """Out-of-scope queries made from OUTSIDE, kept where the corpus knows few of their
+    terms (`known`: question -> the share of its topic terms the corpus uses)."""
     outside = _Corpus(
         [
             Document(
@@ -767,9 +792,7 @@ def _outside(
             question = make(outside, sentence, section, rng)
             if not question or question in seen:
                 continue
-            terms = analyzer.query_terms(question)
-            known = sum(1 for t in terms if t in corpus.vocabulary)
-            if not terms or known / len(terms) > OUTSIDE_KNOWN:
+            if known(question) > OUTSIDE_KNOWN:
                 continue
             seen.add(question)
             probe = Probe(

@@ -59,7 +59,7 @@ class Gate:
             "kind": self.kind,
             "calibrated": self.calibrated,
             "threshold": round(self.threshold, 6),
-            "floor": round(self.floor, 6),
+            "floor": self.floor,  # not rounded: rounded down, it would answer what it refuses
             "model": self.model.to_dict(),
             **self.info,
         }
@@ -87,7 +87,17 @@ class Gate:
     def _cuts(self) -> str:
         if self.floor >= self.threshold:
             return f"threshold {self.threshold:.3f} (no cautious band)"
-        return f"confident from {self.threshold:.3f}, cautious from {self.floor:.3f}, refused below"
+        fit = self.info.get("self_fit", {})
+        fitted = (
+            f" (a floor fitted on {fit.get('questions', '?')} out-of-scope questions made "
+            "for this index)"
+            if fit
+            else ""
+        )
+        return (
+            f"confident from {self.threshold:.3f}, cautious from {self.floor:.3f}{fitted}, "
+            "refused below"
+        )
 
     def outcome(self, p: float) -> str:
         """`CONFIDENT` at or over the threshold, `CAUTIOUS` from the floor, else `REFUSED`."""
@@ -139,6 +149,7 @@ class Gate:
             calibrated=self.calibrated,
             outcome=outcome,
             floor=round(self.floor, 4),
+            self_fit=bool(self.info.get("self_fit")),
         )
 
 
@@ -218,6 +229,29 @@ def default_gate(reader: bool = False) -> Gate:
     return DEFAULT_READER_GATE if reader else DEFAULT_GATE
 
 
+def self_fitted(default: Gate, entry: Any, index_fingerprint: str, reader: bool) -> Gate:
+    """The default gate with the floor an index fitted for itself (`evaluate.selffit`),
+    when the entry holds one made for this build; the lexical default's floor only (the
+    answer model's default has no cautious band to move)."""
+    if (
+        reader
+        or not isinstance(entry, Mapping)
+        or entry.get("index_fingerprint") != index_fingerprint
+    ):
+        return default
+    if "skipped" in entry:
+        return replace(
+            default, note=f"not calibrated (the floor was not fitted: {entry['skipped']})"
+        )
+    try:
+        floor = float(entry["floor"])
+    except (KeyError, TypeError, ValueError):
+        return default
+    if not 0.0 <= floor <= default.threshold:
+        return default
+    return replace(default, floor_at=floor, info={"self_fit": dict(entry)})
+
+
 def gate_for(stored: Mapping[str, Any], index_fingerprint: str, reader: bool = False) -> Gate:
     """The gate an index's manifest asks for: its calibration when that was made for this
     index (and reads features this engine gives), else the default for an engine that
@@ -225,7 +259,7 @@ def gate_for(stored: Mapping[str, Any], index_fingerprint: str, reader: bool = F
     was set aside)."""
     default = default_gate(reader)
     if not stored.get("calibrated"):
-        return default
+        return self_fitted(default, stored.get("self_fit"), index_fingerprint, reader)
     if stored.get("index_fingerprint") != index_fingerprint:
         return replace(
             default,

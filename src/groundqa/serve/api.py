@@ -173,6 +173,8 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
                 "kind": engine.gate.kind,
                 "calibrated": engine.gate.calibrated,
                 "threshold": engine.gate.threshold,
+                "floor": engine.gate.floor,
+                "self_fit": bool(engine.gate.info.get("self_fit")),
                 "summary": engine.gate.describe(),
             },
             "cache": cache.status(),

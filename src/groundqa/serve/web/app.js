@@ -477,7 +477,7 @@
   function confidenceText(data) {
     const gate = data.gate;
     if (!gate || data.confidence === undefined || data.confidence === null) return null;
-    const kind = gate.calibrated ? "calibrated" : "default gate";
+    const kind = gate.calibrated ? "calibrated" : gate.self_fit ? "default gate, floor fitted to this index" : "default gate";
     const outcome = data.outcome ? `${data.outcome}: ` : "";
     let text = `${outcome}confidence ${percent(data.confidence)} (${kind}`;
     const banded = typeof gate.floor === "number" && typeof gate.threshold === "number" && gate.floor < gate.threshold;

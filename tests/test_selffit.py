@@ -1,0 +1,146 @@
+"""The gate's floor fitted to each index by itself (`evaluate.selffit`), over real builds.
+
+The example corpus is big enough to fit on (147 chunks); the two-guide corpus of
+`write_small_corpus` is not (under 30). The PostgreSQL store fits the same way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from groundqa.cli import main
+from groundqa.engine import Engine
+from groundqa.evaluate import selffit
+from groundqa.evaluate.synthetic import out_of_scope_questions
+from groundqa.gate import DEFAULT_GATE, DEFAULT_READER_GATE
+from groundqa.index.manifest import current_build, read_manifest
+from groundqa.ingestion import ingest
+from tests.conftest import REGPACK, REGPACK_PROBES, is_default, write_small_corpus
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    index = tmp_path_factory.mktemp("selffit") / "idx"
+    report = ingest([REGPACK], index, dense=None)
+    assert "gate: cautious from " in report.message
+    assert "self_fit" in report.timings_s
+    return index
+
+
+def test_the_floor_refuses_every_question_it_was_fitted_on(fitted: Path) -> None:
+    entry = read_manifest(current_build(fitted)).gate["self_fit"]
+    assert entry["questions"] >= selffit.MIN_QUESTIONS and "skipped" not in entry
+    assert entry["highest"] < entry["floor"] <= DEFAULT_GATE.threshold
+    engine = Engine.open(fitted)
+    gate = engine.gate
+    assert is_default(gate) and gate.floor == entry["floor"]
+    assert "a floor fitted on" in gate.describe()
+
+    def known(question: str) -> float:
+        retrieval = engine.retrieval(question)
+        terms = set(retrieval.weights)
+        return 1.0 - len(terms & retrieval.unknown) / len(terms) if terms else 1.0
+
+    questions = out_of_scope_questions(known, n=entry["questions"])
+    assert len(questions) == entry["questions"]
+    assert {engine.ask(p.question).outcome for p in questions} == {"refused"}
+
+
+def test_the_same_build_fits_the_same_floor(fitted: Path, tmp_path: Path) -> None:
+    again = tmp_path / "idx"
+    ingest([REGPACK], again, dense=None)
+    first = read_manifest(current_build(fitted)).gate
+    assert read_manifest(current_build(again)).gate == first
+    assert (
+        Engine.open(again).fingerprint.split(":")[-1]
+        == Engine.open(fitted).fingerprint.split(":")[-1]
+    )
+
+
+def test_no_self_fit_keeps_the_built_in_default(tmp_path: Path) -> None:
+    index = tmp_path / "idx"
+    result = CliRunner().invoke(
+        main, ["ingest", str(REGPACK), "--index", str(index), "--no-dense", "--no-self-fit"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "gate: cautious" not in result.stdout
+    assert read_manifest(current_build(index)).gate == {}
+    assert Engine.open(index).gate is DEFAULT_GATE
+
+
+def test_a_corpus_too_small_keeps_the_default_floor_with_a_note(tmp_path: Path) -> None:
+    index = tmp_path / "idx"
+    report = ingest([write_small_corpus(tmp_path / "corpus")], index, dense=None)
+    assert "the gate keeps the built-in floor: the index has" in report.message
+    gate = Engine.open(index).gate
+    assert is_default(gate) and gate.floor == DEFAULT_GATE.floor
+    inspected = CliRunner().invoke(main, ["inspect", "--index", str(index)])
+    assert inspected.exit_code == 0 and "the floor was not fitted" in inspected.stdout
+
+
+def test_a_failed_fit_never_fails_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(engine: Engine, n: int = 0) -> dict[str, object]:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(selffit, "fit_floor", broken)
+    index = tmp_path / "idx"
+    report = ingest([REGPACK], index, dense=None)
+    assert report.changed
+    assert "the gate's floor could not be fitted (disk full)" in report.message
+    assert Engine.open(index).gate is DEFAULT_GATE
+
+
+def test_a_calibration_is_kept_and_not_fitted_over(tmp_path: Path) -> None:
+    index = tmp_path / "idx"
+    ingest([REGPACK], index, dense=None)
+    calibrated = CliRunner().invoke(
+        main, ["calibrate", "--index", str(index), "--probes", str(REGPACK_PROBES)]
+    )
+    assert calibrated.exit_code == 0, calibrated.output
+    report = ingest([REGPACK], index, dense=None, force=True)
+    assert "gate: cautious" not in report.message
+    gate = read_manifest(current_build(index)).gate
+    assert gate["calibrated"] and "self_fit" not in gate
+
+
+def test_the_answer_model_keeps_its_own_default(fitted: Path) -> None:
+    assert Engine.open(fitted, reader="model").gate is DEFAULT_READER_GATE
+
+
+def test_health_says_the_floor_was_fitted(fitted: Path) -> None:
+    import httpx
+
+    from groundqa.serve import ServeSettings
+    from tests.test_api import live_server
+
+    with live_server(Engine.open(fitted), ServeSettings()) as base:
+        gate = httpx.get(f"{base}/health", timeout=30).json()["gate"]
+    assert gate["self_fit"] is True and gate["floor"] < gate["threshold"]
+    assert "a floor fitted on" in gate["summary"]
+
+
+def test_the_postgres_store_fits_its_floor_too(pg_url: str, fitted: Path) -> None:
+    report = ingest([REGPACK], pg_url, dense=None)
+    assert "gate: cautious from " in report.message
+    engine = Engine.open(pg_url)
+    local = read_manifest(current_build(fitted)).gate["self_fit"]
+    assert engine.gate.info["self_fit"]["questions"] == local["questions"]
+    assert engine.gate.floor == pytest.approx(local["floor"], abs=0.02)
+
+
+def test_an_index_built_before_floors_were_fitted_gets_one_when_ingested_again(
+    tmp_path: Path,
+) -> None:
+    index = tmp_path / "idx"
+    ingest([REGPACK], index, dense=None, self_fit=False)
+    assert read_manifest(current_build(index)).gate == {}
+    report = ingest([REGPACK], index, dense=None)
+    assert not report.changed and "nothing to do; gate: cautious from " in report.message
+    assert "self_fit" in read_manifest(current_build(index)).gate
+    # once fitted, an unchanged corpus is left alone
+    assert ingest([REGPACK], index, dense=None).message.endswith("nothing to do")
