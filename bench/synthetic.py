@@ -46,8 +46,7 @@ from groundqa.evaluate import load_probes
 from groundqa.evaluate.calibrate import (
     ProbeFeatures,
     fit_report,
-    gate_probability,
-    judged,
+    gate_outcomes,
     probe_features,
 )
 from groundqa.evaluate.probes import KINDS, Probe
@@ -152,10 +151,7 @@ def measure(name: str, sources: Sequence[Path], fmt: str, real: Sequence[Probe])
     index = SYN_WORK / slug / "corpus"
     ingest(list(sources), index, fmt=fmt, dense=None)
     real_data = probe_features(Engine.open(index, reader="lexical"), real)
-    p_default = gate_probability(DEFAULT_GATE, real_data)
-    rows: dict[str, Any] = {
-        "default": judged(real_data, p_default < DEFAULT_GATE.threshold, p_default)
-    }
+    rows: dict[str, Any] = {"default": gate_outcomes(DEFAULT_GATE, real_data)}
     both = len(set(real_data.y.tolist())) == 2
     if both:
         rows["calibrated on these questions (CV)"] = fit_report(real_data).results["calibrated"]
@@ -173,8 +169,7 @@ def measure(name: str, sources: Sequence[Path], fmt: str, real: Sequence[Probe])
             ingest_documents(synthetic.documents, syn_index, dense=None)
             syn_data = probe_features(Engine.open(syn_index, reader="lexical"), synthetic.probes)
             report = fit_report(syn_data)
-            p = gate_probability(report.gate, real_data)
-            per_seed.append(judged(real_data, p < report.gate.threshold, p))
+            per_seed.append(gate_outcomes(report.gate, real_data))
             if seed == SEEDS[0]:
                 features[method] = medians(syn_data)
                 made[method] = {
@@ -215,8 +210,8 @@ def measure(name: str, sources: Sequence[Path], fmt: str, real: Sequence[Probe])
 # ---------------------------------------------------------------- markdown
 
 
-def _cell(o: dict[str, int] | None) -> str:
-    return f"{o['refused']}/{o['n']} ({o['refused'] / o['n']:.0%})" if o and o["n"] else "—"
+def _cell(o: dict[str, int] | None, key: str = "refused") -> str:
+    return f"{o[key]}/{o['n']} ({o[key] / o['n']:.0%})" if o and o["n"] else "—"
 
 
 def _range(shares: list[float] | None) -> str:
@@ -235,14 +230,18 @@ def markdown(data: dict[str, Any]) -> str:
         f"`python bench/synthetic.py`: per corpus, {data['probes']} probes made from its "
         f"text by each method under each of {len(data['seeds'])} seeds (half answerable, a quarter near "
         "misses with their sentences removed from the index, a quarter out of scope), a "
-        "gate fitted on them and applied as fitted to the corpus's real questions, the "
+        "gate fitted on them and applied as fitted (model, threshold and floor: three "
+        "outcomes) to the corpus's real questions, the "
         "seeds pooled (a method's counts are summed over its seeds; the range is the share "
         "of answerable questions refused under the best and worst seed); beside "
         "it the built-in default and, where the real questions have both kinds, a gate "
         "calibrated on them (nested cross-validation: in-sample on those questions by "
         "design, the reference a synthetic gate should come close to). Refused end to end "
         "(the gate, or the extractive reader declining). `gap`: mean absolute difference "
-        "from the calibrated gate's share refused, over the kinds present. BM25-only "
+        "from the calibrated gate's share refused, over the kinds present. The last two "
+        "columns count answers at or over the threshold; between them and the refusals "
+        "lie the cautious ones. The default row is the built-in gate with its built-in "
+        "floor (what `--no-self-fit` gives). BM25-only "
         f"builds, lexical reader; {data['machine']['cpus']} CPUs, {data['seconds']:.0f} s "
         "in all.",
         "",
@@ -255,8 +254,9 @@ def markdown(data: dict[str, Any]) -> str:
             f"{c['chunks']:,} sections; real questions: {q}.",
             "",
             "| gate | AUC on the real questions | answerable refused | range over seeds "
-            "| near misses refused | out of scope refused | gap |",
-            "|---|---:|---:|---:|---:|---:|---:|",
+            "| near misses refused | out of scope refused | gap "
+            "| answerable answered with confidence | near misses answered with confidence |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for method, row in c["methods"].items():
             o = row["outcome"]
@@ -264,7 +264,8 @@ def markdown(data: dict[str, Any]) -> str:
                 f"| {method} | {_auc(row['auc'])} | {_cell(o.get('answerable'))} "
                 f"| {_range(row.get('answerable_refused_range'))} "
                 f"| {_cell(o.get('near_miss'))} | {_cell(o.get('out_of_scope'))} "
-                f"| {row.get('gap', '—')} |"
+                f"| {row.get('gap', '—')} | {_cell(o.get('answerable'), 'confident')} "
+                f"| {_cell(o.get('near_miss'), 'confident')} |"
             )
         lines += [
             "",
