@@ -56,7 +56,9 @@ PROBES = load_probes(REGPACK_PROBES)
 PROBE_SET = probe_fingerprint([(p.question, p.kind) for p in PROBES])
 TURBINE = "What is the turbine setback from a dwelling in Northmere?"
 OFF_TOPIC = "Who won the 1994 World Cup?"
-ONE_MODE = "error: calibrate needs exactly one of --probes FILE, --apply FILE or --reset\n"
+ONE_MODE = (
+    "error: calibrate needs exactly one of --probes FILE, --synthetic, --apply FILE or --reset\n"
+)
 DROPPED = (
     "the corpus or settings changed, so the gate calibration was dropped; "
     "run `groundqa calibrate` again"

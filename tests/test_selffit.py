@@ -6,6 +6,8 @@ The example corpus is big enough to fit on (147 chunks); the two-guide corpus of
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,55 @@ def test_an_index_built_before_floors_were_fitted_gets_one_when_ingested_again(
     assert "self_fit" in read_manifest(current_build(index)).gate
     # once fitted, an unchanged corpus is left alone
     assert ingest([REGPACK], index, dense=None).message.endswith("nothing to do")
+
+
+# ---------------------------------------------------------------- calibrate --synthetic
+
+
+def _built(tmp_path: Path) -> tuple[Path, Path]:
+    corpus = Path(shutil.copytree(REGPACK, tmp_path / "corpus"))
+    index = tmp_path / "idx"
+    ingest([corpus], index, dense=None)
+    return corpus, index
+
+
+def test_calibrate_synthetic_fits_the_gate_on_probes_made_from_the_corpus(
+    tmp_path: Path,
+) -> None:
+    _, index = _built(tmp_path)
+    result = CliRunner().invoke(main, ["calibrate", "--index", str(index), "--synthetic"])
+    assert result.exit_code == 0, result.output
+    assert "probes made from the corpus (mixed)" in result.stdout
+    assert "not on real questions" in result.stdout
+    stored = read_manifest(current_build(index)).gate
+    assert stored["calibrated"] and stored["synthetic"]["method"] == "mixed"
+    assert stored["synthetic"]["made"]["answerable"] > 0
+    gate = Engine.open(index).gate
+    assert gate.calibrated and gate.floor <= gate.threshold
+    assert "probes made from this corpus" in gate.describe()
+    # the same corpus makes the same probes, so the same gate
+    again = CliRunner().invoke(
+        main, ["calibrate", "--index", str(index), "--synthetic", "--json", "--dry-run"]
+    )
+    assert again.exit_code == 0, again.output
+    fitted = json.loads(again.stdout)["gate"]
+    assert fitted["model"] == stored["model"] and fitted["threshold"] == stored["threshold"]
+
+
+@pytest.mark.parametrize("change", ["gone", "edited"])
+def test_calibrate_synthetic_needs_the_sources_the_index_was_built_from(
+    tmp_path: Path, change: str
+) -> None:
+    corpus, index = _built(tmp_path)
+    page = corpus / "local_fennick_waste_collection.md"
+    if change == "gone":
+        shutil.rmtree(corpus)
+    else:
+        page.write_text(page.read_text("utf-8") + "\n\nBins are washed in May.\n", "utf-8")
+    before = read_manifest(current_build(index)).gate
+    result = CliRunner().invoke(main, ["calibrate", "--index", str(index), "--synthetic"])
+    assert result.exit_code == 1
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    expected = "cannot be read again" if change == "gone" else "the sources changed"
+    assert line.startswith("error: ") and expected in line
+    assert read_manifest(current_build(index)).gate == before

@@ -277,6 +277,12 @@ def _fmt_metric(key: str, value: float) -> str:
     type=click.Path(dir_okay=False),
     help="Store a calibration written by --export (it must be for this index).",
 )
+@click.option(
+    "--synthetic",
+    is_flag=True,
+    help="Fit on probes made from the index's own corpus (read again from its sources) "
+    "instead of a probe file.",
+)
 @reader_option
 @click.option("--reset", is_flag=True, help="Go back to the built-in default gate.")
 @click.option("--dry-run", is_flag=True, help="Fit and report, but store nothing.")
@@ -291,17 +297,21 @@ def calibrate(
     generator_url: str | None,
     export_path: str | None,
     apply_path: str | None,
+    synthetic: bool,
     reader: str,
     reset: bool,
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Fit the answer-or-refuse gate for an index on a probe set, and store it there."""
+    """Fit the answer-or-refuse gate for an index on a probe set (or on probes made from
+    its own corpus), and store it there."""
     from groundqa.evaluate import calibrate as cal
 
-    chosen = [bool(probes_path), bool(apply_path), reset]
+    chosen = [bool(probes_path), bool(apply_path), reset, synthetic]
     if sum(chosen) != 1:
-        raise UsageError("calibrate needs exactly one of --probes FILE, --apply FILE or --reset")
+        raise UsageError(
+            "calibrate needs exactly one of --probes FILE, --synthetic, --apply FILE or --reset"
+        )
     if apply_path:
         stored = _read_calibration(Path(apply_path))
         manifest = cal.install(index_dir, stored)
@@ -314,9 +324,21 @@ def calibrate(
     from groundqa.engine import Engine
     from groundqa.evaluate import load_probes
 
+    engine = Engine.open(index_dir, reader=reader)
+    if synthetic:
+        with progress_bars(not as_json) as reporter:
+            if reporter is not None:
+                reporter.stage("screening probes made from the corpus", total=cal.SYNTHETIC_PROBES)
+            report = cal.calibrate_synthetic(
+                engine,
+                target=target,
+                folds=folds,
+                progress=reporter.advance if reporter is not None else None,
+            )
+        _store_calibration(report, index_dir, engine, export_path, dry_run, as_json, target)
+        return
     assert probes_path is not None
     probes = load_probes(probes_path)
-    engine = Engine.open(index_dir, reader=reader)
     with progress_bars(not as_json) as reporter:
         if reporter is not None:
             reporter.stage("screening probes", total=len(probes))
@@ -330,6 +352,21 @@ def calibrate(
             options=generator_options(generator_url, 60.0),
             progress=reporter.advance if reporter is not None else None,
         )
+    _store_calibration(report, index_dir, engine, export_path, dry_run, as_json, target)
+
+
+def _store_calibration(
+    report: Any,
+    index_dir: str,
+    engine: Any,
+    export_path: str | None,
+    dry_run: bool,
+    as_json: bool,
+    target: float,
+) -> None:
+    """Export, store and print a fitted calibration, as `calibrate` does for each source."""
+    from groundqa.evaluate import calibrate as cal
+
     gate = report.gate.to_dict()
     if export_path:
         try:
@@ -393,10 +430,19 @@ def _print_calibration(report: Any, target: float) -> None:
             f"at {rate} false refusal: refuses {point['refused_unanswerable']:.0%} of unanswerable"
         )
     model = report.gate.model
+    made = report.gate.info.get("synthetic")
+    source = f" made from the corpus ({made['method']})" if made else ""
     out.print(
         f"model: logistic over {len(model.names)} features, fitted on {n['answerable']} answerable "
-        f"and {n['unanswerable']} unanswerable probes; threshold {report.gate.threshold:.3f} "
-        f"(target {target:.0%} false refusal)"
+        f"and {n['unanswerable']} unanswerable probes{source}; threshold "
+        f"{report.gate.threshold:.3f} (target {target:.0%} false refusal), cautious from "
+        f"{report.gate.floor:.3f}"
     )
+    if made:
+        out.print(
+            "[dim]the figures above are on the probes made from the corpus, not on real "
+            "questions; a probe set of real questions (--probes) measures the gate as users "
+            "will meet it[/]"
+        )
     for name, coef in sorted(zip(model.names, model.coef, strict=True), key=lambda r: -abs(r[1])):
         out.print(f"  {name:<18} {coef:+.3f} per standard deviation")

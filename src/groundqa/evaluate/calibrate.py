@@ -366,3 +366,79 @@ def reset(index_dir: str | Path) -> Manifest:
     set_gate(index_dir, DEFAULT_GATE.to_dict())
     self_fit(index_dir)
     return current_manifest(index_dir)
+
+
+SYNTHETIC_PROBES = 400
+SYNTHETIC_METHOD = "mixed"
+
+
+def calibrate_synthetic(
+    engine: Engine,
+    *,
+    n: int = SYNTHETIC_PROBES,
+    method: str = SYNTHETIC_METHOD,
+    seed: int = 0,
+    target: float = DEFAULT_TARGET,
+    folds: int = DEFAULT_FOLDS,
+    progress: Callable[[int], None] | None = None,
+) -> CalibrationReport:
+    """Fit the gate for `engine`'s index on probes made from its own corpus (see
+    `synthetic.make_probes`), without a probe set.
+
+    The corpus is read again from the sources the build records, and must be the one it
+    was built from. The probes are asked of a BM25-only build of it, made in a scratch
+    directory with the index's chunking, whose near misses' sentences are removed; the
+    gate is fitted on the lexical features, which read the same on the index itself,
+    and stored for the index. Its figures are cross-validated on the made probes, not
+    on real questions.
+    """
+    import tempfile
+
+    from groundqa.chunking import ChunkerSettings
+    from groundqa.evaluate.synthetic import make_probes
+    from groundqa.ingestion import corpus_fingerprint, ingest_documents
+    from groundqa.loaders import OcrBudget, load
+
+    manifest = engine.manifest
+    sources = [str(s) for s in manifest.corpus.get("sources", [])]
+    missing = [s for s in sources if not Path(s).exists()]
+    if not sources or missing:
+        where = f" ({missing[0]} is gone)" if missing else ""
+        raise CalibrationError(
+            f"the sources this index was built from cannot be read again{where}; "
+            "calibrate it on a probe set (--probes FILE) instead"
+        )
+    documents = load(
+        sources,
+        fmt=str(manifest.corpus.get("format", "auto")),
+        ocr=bool(manifest.corpus.get("ocr", True)),
+        ocr_budget=OcrBudget(*manifest.corpus.get("ocr_budget", ())),
+    ).documents
+    if corpus_fingerprint(documents) != manifest.corpus.get("fingerprint"):
+        raise CalibrationError(
+            "the sources changed since this build; run ingest again, then calibrate"
+        )
+    made = make_probes(documents, n=n, method=method, seed=seed)
+    with tempfile.TemporaryDirectory(prefix="groundqa-synthetic-") as scratch:
+        ingest_documents(
+            made.documents,
+            Path(scratch) / "index",
+            chunker=ChunkerSettings.from_dict(manifest.chunker),
+            dense=None,
+            self_fit=False,
+        )
+        data = probe_features(
+            Engine.open(Path(scratch) / "index", reader="lexical"), made.probes, progress=progress
+        )
+    return fit_report(
+        data,
+        target=target,
+        folds=folds,
+        info={
+            "index_fingerprint": manifest.fingerprint,
+            "build_id": manifest.build_id,
+            "retriever": engine.default_retriever,
+            "generator": "extractive",
+            "synthetic": {"method": method, "seed": seed, "made": made.counts()},
+        },
+    )

@@ -75,9 +75,10 @@ class Gate:
             )
         n = self.info.get("probes", {})
         target = float(self.info.get("target_false_refusal", 0.0))
+        made = " made from this corpus" if self.info.get("synthetic") else ""
         return (
             f"calibrated on {n.get('answerable', '?')} answerable and "
-            f"{n.get('unanswerable', '?')} unanswerable probes "
+            f"{n.get('unanswerable', '?')} unanswerable probes{made} "
             f"(probe set {self.info.get('probe_fingerprint', '?')}, "
             f"{self.info.get('calibrated_at', '?')}); {self._cuts()}, the threshold set "
             f"for {target:.0%} of answerable questions short of it; cross-validated AUC "
