@@ -40,6 +40,7 @@ from _common import ROOT, WORK, machine, shared_path, write_result
 from groundqa.engine import Engine
 from groundqa.evaluate.harness import ProbeResult, evaluate_probes
 from groundqa.evaluate.probes import KINDS, Probe
+from groundqa.evaluate.selffit import self_fit
 from groundqa.gate import DEFAULT_GATE
 from groundqa.index.dense import DenseSettings
 from groundqa.ingestion import ingest
@@ -100,7 +101,7 @@ def measure(
 ) -> dict[str, Any]:
     started = time.perf_counter()
     index = OUT_WORK / name.lower().replace(" ", "_")
-    ingest(list(sources), index, fmt=fmt, dense=None)
+    ingest(list(sources), index, fmt=fmt, dense=None, fit_gate=self_fit)  # as `groundqa ingest`
     engine = Engine.open(index, reader="lexical")
     fitted = engine.gate
     assert not fitted.calibrated and fitted.model is DEFAULT_GATE.model, "asked as a new user"
@@ -143,7 +144,9 @@ def ingest_cost() -> dict[str, Any]:
                 index = OUT_WORK / "cost" / f"{name.split(',')[0]}-{fit}-{r}"
                 shutil.rmtree(index, ignore_errors=True)  # nothing reused: every vector made
                 t = time.perf_counter()
-                report = ingest(sources, index, fmt=fmt, dense=dense, self_fit=fit)
+                report = ingest(
+                    sources, index, fmt=fmt, dense=dense, fit_gate=self_fit if fit else None
+                )
                 times.append(time.perf_counter() - t)
                 fits.append(report.timings_s.get("self_fit", 0.0))
             row["with" if fit else "without"] = round(statistics.median(times), 3)

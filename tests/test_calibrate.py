@@ -32,6 +32,7 @@ from groundqa.engine import Engine
 from groundqa.errors import CalibrationError
 from groundqa.evaluate import Probe, load_probes
 from groundqa.evaluate.calibrate import ProbeFeatures, fit_report, probe_features
+from groundqa.evaluate.selffit import self_fit
 from groundqa.gate import (
     DEFAULT_GATE,
     DEFAULT_READER_GATE,
@@ -196,7 +197,7 @@ def test_ask_prints_the_confidence_and_which_gate_gave_it(
 ) -> None:
     for index, kind in (
         (calibrated.index, "calibrated"),
-        (pristine, "default gate, its floor fitted to this index"),
+        (pristine, "default gate, not calibrated for this index"),
     ):
         answer = Engine.open(index).ask(TURBINE)
         result = cli("ask", TURBINE, "--index", index)
@@ -269,10 +270,7 @@ def test_a_calibration_exported_from_one_index_is_refused_by_another(
     assert result.exit_code == 1
     assert error_line(result).startswith("error: this calibration was made for another index")
     assert manifest_bytes(small) == before
-    gate = Engine.open(small).gate
-    # too small to fit a floor on: the default's, and a note that says why
-    assert is_default(gate) and gate.floor == DEFAULT_GATE.floor
-    assert "the floor was not fitted: the index has" in gate.describe()
+    assert Engine.open(small).gate is DEFAULT_GATE
 
 
 def test_apply_onto_the_index_it_was_made_for_stores_it(
@@ -462,11 +460,10 @@ def test_a_changed_corpus_drops_the_calibration_and_says_so(tmp_path: Path) -> N
         page.read_text("utf-8") + "\n\nBins are washed twice a year by the council.\n", "utf-8"
     )
     report = ingest([corpus], index, dense=None)
-    assert report.changed and report.gate_note.startswith(f"{DROPPED}; gate: cautious from ")
-    assert f"; {DROPPED}; " in report.message
-    # no calibration: the default applies, with a floor fitted to the new build
-    assert set(read_manifest(current_build(index)).gate) == {"self_fit"}
-    assert is_default(Engine.open(index).gate)
+    assert report.changed and report.gate_note == DROPPED
+    assert report.message.endswith(f"; {DROPPED}")
+    assert read_manifest(current_build(index)).gate == {}  # no calibration: the default applies
+    assert Engine.open(index).gate is DEFAULT_GATE
     # and the calibration made for the old build cannot be put back on the new one
     again = cli("calibrate", "--index", index, "--apply", export)
     assert again.exit_code == 1
@@ -477,7 +474,7 @@ def test_a_changed_corpus_drops_the_calibration_and_says_so(tmp_path: Path) -> N
 
 
 def test_engine_fingerprint_follows_the_gate(
-    calibrated: Calibrated, pristine: Path, fresh_calibrated: Path
+    calibrated: Calibrated, pristine: Path, fresh_calibrated: Path, tmp_path: Path
 ) -> None:
     default = Engine.open(pristine).fingerprint
     fitted = Engine.open(calibrated.index).fingerprint
@@ -494,7 +491,11 @@ def test_engine_fingerprint_follows_the_gate(
     assert retargeted.gate.threshold != Engine.open(calibrated.index).gate.threshold
     assert retargeted.fingerprint not in (fitted, default)
     assert cli("calibrate", "--index", fresh_calibrated, "--reset").exit_code == 0
-    assert Engine.open(fresh_calibrated).fingerprint == default
+    # reset: the default gate, with the floor fitted to this build, as `groundqa ingest` has
+    refitted = copy_index(pristine, tmp_path / "refitted")
+    self_fit(str(refitted))
+    assert Engine.open(fresh_calibrated).fingerprint == Engine.open(refitted).fingerprint
+    assert Engine.open(refitted).fingerprint != default
 
 
 def test_answers_carry_the_calibrated_confidence_and_its_factors(calibrated: Calibrated) -> None:

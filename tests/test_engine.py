@@ -13,12 +13,12 @@ import pytest
 
 from groundqa.engine import Engine
 from groundqa.errors import UsageError
-from groundqa.gate import gate_features
+from groundqa.gate import DEFAULT_GATE, gate_features
 from groundqa.index.base import Store
 from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer
 from groundqa.query import Query
-from tests.conftest import REGPACK, is_default
+from tests.conftest import REGPACK
 
 
 @pytest.fixture(scope="module")
@@ -123,10 +123,9 @@ def test_answer_json_round_trip(engine: Engine) -> None:
 
 def test_open_reads_what_ingest_wrote(engine: Engine, tmp_path: Path) -> None:
     assert engine.manifest.counts["chunks"] == len(engine.chunks)
-    # A fresh build carries no calibration, and the engine uses the built-in default gate
-    # (with a floor fitted to the build, where it is big enough to fit one on).
-    assert set(engine.manifest.gate) == {"self_fit"}
-    assert is_default(engine.gate)
+    # A fresh build carries no calibration, and the engine uses the built-in default gate.
+    assert engine.manifest.gate == {}
+    assert engine.gate is DEFAULT_GATE and not engine.gate.calibrated
     assert {c.section_id for c in engine.chunks} >= {"SCH1-01"}
 
 

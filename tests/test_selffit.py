@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from groundqa.cli import main
 from groundqa.engine import Engine
 from groundqa.evaluate import selffit
+from groundqa.evaluate.selffit import self_fit
 from groundqa.evaluate.synthetic import out_of_scope_questions
 from groundqa.gate import DEFAULT_GATE, DEFAULT_READER_GATE
 from groundqa.index.manifest import current_build, read_manifest
@@ -26,7 +27,7 @@ from tests.conftest import REGPACK, REGPACK_PROBES, is_default, write_small_corp
 @pytest.fixture(scope="module")
 def fitted(tmp_path_factory: pytest.TempPathFactory) -> Path:
     index = tmp_path_factory.mktemp("selffit") / "idx"
-    report = ingest([REGPACK], index, dense=None)
+    report = ingest([REGPACK], index, dense=None, fit_gate=self_fit)
     assert "gate: cautious from " in report.message
     assert "self_fit" in report.timings_s
     return index
@@ -53,7 +54,7 @@ def test_the_floor_refuses_every_question_it_was_fitted_on(fitted: Path) -> None
 
 def test_the_same_build_fits_the_same_floor(fitted: Path, tmp_path: Path) -> None:
     again = tmp_path / "idx"
-    ingest([REGPACK], again, dense=None)
+    ingest([REGPACK], again, dense=None, fit_gate=self_fit)
     first = read_manifest(current_build(fitted)).gate
     assert read_manifest(current_build(again)).gate == first
     assert (
@@ -75,7 +76,7 @@ def test_no_self_fit_keeps_the_built_in_default(tmp_path: Path) -> None:
 
 def test_a_corpus_too_small_keeps_the_default_floor_with_a_note(tmp_path: Path) -> None:
     index = tmp_path / "idx"
-    report = ingest([write_small_corpus(tmp_path / "corpus")], index, dense=None)
+    report = ingest([write_small_corpus(tmp_path / "corpus")], index, dense=None, fit_gate=self_fit)
     assert "the gate keeps the built-in floor: the index has" in report.message
     gate = Engine.open(index).gate
     assert is_default(gate) and gate.floor == DEFAULT_GATE.floor
@@ -91,7 +92,7 @@ def test_a_failed_fit_never_fails_the_build(
 
     monkeypatch.setattr(selffit, "fit_floor", broken)
     index = tmp_path / "idx"
-    report = ingest([REGPACK], index, dense=None)
+    report = ingest([REGPACK], index, dense=None, fit_gate=selffit.self_fit)
     assert report.changed
     assert "the gate's floor could not be fitted (disk full)" in report.message
     assert Engine.open(index).gate is DEFAULT_GATE
@@ -99,12 +100,12 @@ def test_a_failed_fit_never_fails_the_build(
 
 def test_a_calibration_is_kept_and_not_fitted_over(tmp_path: Path) -> None:
     index = tmp_path / "idx"
-    ingest([REGPACK], index, dense=None)
+    ingest([REGPACK], index, dense=None, fit_gate=self_fit)
     calibrated = CliRunner().invoke(
         main, ["calibrate", "--index", str(index), "--probes", str(REGPACK_PROBES)]
     )
     assert calibrated.exit_code == 0, calibrated.output
-    report = ingest([REGPACK], index, dense=None, force=True)
+    report = ingest([REGPACK], index, dense=None, force=True, fit_gate=self_fit)
     assert "gate: cautious" not in report.message
     gate = read_manifest(current_build(index)).gate
     assert gate["calibrated"] and "self_fit" not in gate
@@ -127,7 +128,7 @@ def test_health_says_the_floor_was_fitted(fitted: Path) -> None:
 
 
 def test_the_postgres_store_fits_its_floor_too(pg_url: str, fitted: Path) -> None:
-    report = ingest([REGPACK], pg_url, dense=None)
+    report = ingest([REGPACK], pg_url, dense=None, fit_gate=self_fit)
     assert "gate: cautious from " in report.message
     engine = Engine.open(pg_url)
     local = read_manifest(current_build(fitted)).gate["self_fit"]
@@ -139,13 +140,13 @@ def test_an_index_built_before_floors_were_fitted_gets_one_when_ingested_again(
     tmp_path: Path,
 ) -> None:
     index = tmp_path / "idx"
-    ingest([REGPACK], index, dense=None, self_fit=False)
+    ingest([REGPACK], index, dense=None)
     assert read_manifest(current_build(index)).gate == {}
-    report = ingest([REGPACK], index, dense=None)
+    report = ingest([REGPACK], index, dense=None, fit_gate=self_fit)
     assert not report.changed and "nothing to do; gate: cautious from " in report.message
     assert "self_fit" in read_manifest(current_build(index)).gate
     # once fitted, an unchanged corpus is left alone
-    assert ingest([REGPACK], index, dense=None).message.endswith("nothing to do")
+    assert ingest([REGPACK], index, dense=None, fit_gate=self_fit).message.endswith("nothing to do")
 
 
 # ---------------------------------------------------------------- calibrate --synthetic
@@ -154,7 +155,7 @@ def test_an_index_built_before_floors_were_fitted_gets_one_when_ingested_again(
 def _built(tmp_path: Path) -> tuple[Path, Path]:
     corpus = Path(shutil.copytree(REGPACK, tmp_path / "corpus"))
     index = tmp_path / "idx"
-    ingest([corpus], index, dense=None)
+    ingest([corpus], index, dense=None, fit_gate=self_fit)
     return corpus, index
 
 

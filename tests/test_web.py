@@ -190,8 +190,7 @@ def test_answer_has_markers_that_lead_to_the_highlighted_passage(
     expect(markers.first).to_have_text(re.compile(r"^\[\d+\]$"))
     expect(page.get_by_test_id("result-meta")).to_contain_text(
         re.compile(
-            r"confident: confidence \d+% \(default gate, floor fitted to this index, "
-            r"confident from \d+%, cautious from \d+%\)"
+            r"confident: confidence \d+% \(default gate, confident from \d+%, cautious from \d+%\)"
         )
     )
     expect(page.get_by_test_id("result-meta")).to_contain_text("timings:")

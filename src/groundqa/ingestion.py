@@ -170,7 +170,7 @@ def ingest(
     ocr: bool = True,
     follow_links: bool = False,
     ocr_budget: OcrBudget | None = None,
-    self_fit: bool = True,
+    fit_gate: Callable[[str], str] | None = None,
 ) -> IngestReport:
     """Build (or confirm up to date) the index for `sources` at `index_dir`.
 
@@ -179,8 +179,8 @@ def ingest(
     how long OCR may take (the defaults when None; its progress goes to `reporter`
     unless it has its own); `follow_links` reads
     symbolic links in a corpus folder that point outside it (see `loaders.load`);
-    `self_fit=False` keeps the built-in gate's floor instead of fitting one to the new
-    build (see `evaluate.selffit`). The embedder is loaded first, so a wrong model name fails before the corpus
+    `fit_gate` fits the gate to the build (`groundqa ingest` passes
+    `evaluate.selffit.self_fit`, which fits its floor). The embedder is loaded first, so a wrong model name fails before the corpus
     is read; a remote embedder that fails mid-build leaves the previous index current.
     """
     reporter = reporter or NullReporter()
@@ -228,7 +228,7 @@ def ingest(
                 dense=dense,
                 embedder=embedder,
                 force=force,
-                self_fit=self_fit,
+                fit_gate=fit_gate,
             ),
             reporter,
             started,
@@ -248,7 +248,7 @@ def ingest_documents(
     embedder_options: EmbedderOptions | None = None,
     force: bool = False,
     reporter: Reporter | None = None,
-    self_fit: bool = True,
+    fit_gate: Callable[[str], str] | None = None,
 ) -> IngestReport:
     """Index Documents made elsewhere (not by `load`, and not validated here) at
     `index_dir`, as `ingest` indexes what it loads: the same chunking, indexes, manifest
@@ -268,7 +268,7 @@ def ingest_documents(
             dense=dense,
             embedder=embedder,
             force=force,
-            self_fit=self_fit,
+            fit_gate=fit_gate,
         )
         return _build(target, build, reporter or NullReporter(), started, {})
     except KeyboardInterrupt:
@@ -300,7 +300,9 @@ class _Build:
     dense: DenseSettings | None
     embedder: Embedder | None
     force: bool
-    self_fit: bool = True  # fit the gate's floor to the new build (see `evaluate.selffit`)
+    # Fits the gate to the build now current (index location -> a note for the report),
+    # e.g. `evaluate.selffit.self_fit`; None: the gate is left as the build has it.
+    fit_gate: Callable[[str], str] | None = None
 
 
 def _write_build(
@@ -415,11 +417,10 @@ def _build(
     started: float,
     timings: dict[str, float],
 ) -> IngestReport:
-    """`_write_build`, then the gate's floor fitted to the current build (see
-    `evaluate.selffit`): after a new build, or for a build made before floors were
-    fitted, unless it is calibrated or `build.self_fit` is off."""
+    """`_write_build`, then `build.fit_gate` over the current build: after a new build,
+    or for one whose gate was never fitted, unless it is calibrated."""
     report = _write_build(target, build, reporter, started, timings)
-    if not build.self_fit:
+    if build.fit_gate is None:
         return report
     with target.lock():
         manifest = target.current_manifest()
@@ -428,13 +429,11 @@ def _build(
         return report
     if not report.changed and "self_fit" in gate:
         return report
-    # The gate is a query stage: it is fitted over the build now current, through the
-    # engine, as a user's questions will be asked of it (the build side never reads it).
-    from groundqa.evaluate.selffit import self_fit
-
+    # The gate is a query stage, fitted over the build now current through the engine
+    # as a user's questions will be asked of it; the build side only calls it.
     t = time.perf_counter()
     reporter.stage("fitting the gate's floor")
-    note = self_fit(report.index_dir)
+    note = build.fit_gate(report.index_dir)
     timings["self_fit"] = time.perf_counter() - t
     return replace(
         report,

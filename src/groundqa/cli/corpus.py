@@ -213,6 +213,7 @@ def ingest(
     """Validate, chunk and index SOURCES into an index directory (atomically)."""
     from groundqa.chunking import ChunkerSettings
     from groundqa.embed import EmbedderOptions
+    from groundqa.evaluate.selffit import self_fit
     from groundqa.index.dense import DenseSettings
     from groundqa.ingestion import ingest as run_ingest
 
@@ -230,7 +231,7 @@ def ingest(
             ocr=not no_ocr,
             ocr_budget=OcrBudget(ocr_budget, ocr_build_budget),
             follow_links=follow_links,
-            self_fit=not no_self_fit,
+            fit_gate=None if no_self_fit else self_fit,
         )
     if as_json:
         emit_json(report.to_dict())

@@ -425,7 +425,6 @@ def calibrate_synthetic(
             Path(scratch) / "index",
             chunker=ChunkerSettings.from_dict(manifest.chunker),
             dense=None,
-            self_fit=False,
         )
         data = probe_features(
             Engine.open(Path(scratch) / "index", reader="lexical"), made.probes, progress=progress
