@@ -180,8 +180,9 @@ def ingest(
     unless it has its own); `follow_links` reads
     symbolic links in a corpus folder that point outside it (see `loaders.load`);
     `fit_gate` fits the gate to the build (`groundqa ingest` passes
-    `evaluate.selffit.self_fit`, which fits its floor). The embedder is loaded first, so a wrong model name fails before the corpus
-    is read; a remote embedder that fails mid-build leaves the previous index current.
+    `evaluate.selffit.self_fit`, which fits its floor). The embedder is loaded first,
+    so a wrong model name fails before the corpus is read; a remote embedder that fails
+    mid-build leaves the previous index current.
     """
     reporter = reporter or NullReporter()
     target = _target(index_dir)
