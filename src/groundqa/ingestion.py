@@ -37,7 +37,7 @@ from groundqa.index.manifest import (
     write_build,
 )
 from groundqa.index.open import is_store_url
-from groundqa.loaders import OcrBudget, load
+from groundqa.loaders import LoadResult, OcrBudget, load
 from groundqa.models import Chunk, Document, Finding
 from groundqa.text import Analyzer
 from groundqa.validate import has_blocking, validate
@@ -141,6 +141,18 @@ def default_bm25(documents: Sequence[Document]) -> BM25Settings:
     if documents and all(d.format in NO_HEADING_BOOST for d in documents):
         return BM25Settings(heading_weight=0.0)
     return BM25Settings()
+
+
+def reload_recorded(manifest: Manifest) -> LoadResult:
+    """The corpus read again as the build recorded reading it: its sources, format, OCR
+    setting and OCR budget (`inspect` and `calibrate --synthetic` compare it with the
+    build by `corpus_fingerprint`)."""
+    return load(
+        [str(s) for s in manifest.corpus.get("sources", [])],
+        fmt=str(manifest.corpus.get("format", "auto")),
+        ocr=bool(manifest.corpus.get("ocr", True)),
+        ocr_budget=OcrBudget(*manifest.corpus.get("ocr_budget", ())),
+    )
 
 
 def corpus_fingerprint(documents: Sequence[Document]) -> str:

@@ -18,8 +18,7 @@ from groundqa.errors import GroundqaError
 from groundqa.gate import gate_for
 from groundqa.index.manifest import Manifest
 from groundqa.index.open import open_store
-from groundqa.ingestion import corpus_fingerprint
-from groundqa.loaders import OcrBudget, load
+from groundqa.ingestion import corpus_fingerprint, reload_recorded
 from groundqa.text import DEFAULT_ANALYZER
 
 
@@ -61,12 +60,7 @@ def inspect_index(index_dir: str | Path) -> InspectReport:
         staleness = f"{len(missing)} source file(s) no longer exist (e.g. {missing[0]})"
     else:
         try:
-            corpus = load(
-                sources,
-                fmt=str(manifest.corpus.get("format", "auto")),
-                ocr=bool(manifest.corpus.get("ocr", True)),
-                ocr_budget=OcrBudget(*manifest.corpus.get("ocr_budget", ())),
-            )
+            corpus = reload_recorded(manifest)
         except GroundqaError as exc:
             staleness = f"the sources cannot be re-read: {exc.message}"
         else:

@@ -20,6 +20,7 @@ cutoffs, so what calibration adds is visible:
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,10 +30,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from groundqa.chunking import ChunkerSettings
 from groundqa.engine import Engine
 from groundqa.errors import CalibrationError
 from groundqa.evaluate.probes import KINDS, Probe
 from groundqa.evaluate.selffit import self_fit
+from groundqa.evaluate.synthetic import make_probes
 from groundqa.gate import (
     DEFAULT_GATE,
     DENSE_FEATURES,
@@ -47,17 +50,17 @@ from groundqa.gate.model import (
     Array,
     check_labels,
     cross_validate,
+    cuts_from_folds,
     fit_logistic,
-    floor_from_folds,
     group_codes,
     probe_fingerprint,
     refusal_at,
     roc_auc,
-    threshold_from_folds,
 )
 from groundqa.generate import GeneratorOptions
 from groundqa.index.manifest import Manifest
 from groundqa.index.open import current_manifest, set_gate
+from groundqa.ingestion import corpus_fingerprint, ingest_documents, reload_recorded
 
 # Fixed cutoffs shown beside the calibrated gate: (name, feature, minimum to answer).
 BASELINES = (("coverage>=0.4", "coverage", 0.4), ("cosine>=0.3", "dense_top", 0.3))
@@ -296,9 +299,8 @@ def fit_report(
     # Paraphrases of one question share a fold, in the threshold's folds as in the figures'.
     groups = group_codes([p.group for p in data.probes])
     model = fit_logistic(x, y, names)
-    threshold = threshold_from_folds(x, y, names, target, folds, groups=groups)
     outside = np.asarray([k == "out_of_scope" for k in data.kinds], dtype=bool)
-    floor = floor_from_folds(x, y, names, outside, threshold, folds, groups=groups)
+    threshold, floor = cuts_from_folds(x, y, names, target, folds, groups=groups, outside=outside)
     cv = cross_validate(x, y, names, target=target, folds=folds, groups=groups, outside=outside)
     # A question with no topic words or no passage is refused before any model runs.
     refused = cv.refused | data.empty
@@ -392,13 +394,6 @@ def calibrate_synthetic(
     and stored for the index. Its figures are cross-validated on the made probes, not
     on real questions.
     """
-    import tempfile
-
-    from groundqa.chunking import ChunkerSettings
-    from groundqa.evaluate.synthetic import make_probes
-    from groundqa.ingestion import corpus_fingerprint, ingest_documents
-    from groundqa.loaders import OcrBudget, load
-
     manifest = engine.manifest
     sources = [str(s) for s in manifest.corpus.get("sources", [])]
     missing = [s for s in sources if not Path(s).exists()]
@@ -408,12 +403,7 @@ def calibrate_synthetic(
             f"the sources this index was built from cannot be read again{where}; "
             "calibrate it on a probe set (--probes FILE) instead"
         )
-    documents = load(
-        sources,
-        fmt=str(manifest.corpus.get("format", "auto")),
-        ocr=bool(manifest.corpus.get("ocr", True)),
-        ocr_budget=OcrBudget(*manifest.corpus.get("ocr_budget", ())),
-    ).documents
+    documents = reload_recorded(manifest).documents
     if corpus_fingerprint(documents) != manifest.corpus.get("fingerprint"):
         raise CalibrationError(
             "the sources changed since this build; run ingest again, then calibrate"

@@ -239,7 +239,7 @@ def out_of_fold(
     return p
 
 
-def threshold_from_folds(
+def cuts_from_folds(
     x: Array,
     y: Array,
     names: Sequence[str],
@@ -247,35 +247,18 @@ def threshold_from_folds(
     folds: int,
     seed: int = 0,
     groups: npt.NDArray[np.intp] | None = None,
-) -> float:
-    """The threshold for `target` false refusals, from answerable probes' out-of-fold
-    probabilities pooled over `THRESHOLD_REPEATS` fold shuffles."""
+    outside: npt.NDArray[np.bool_] | None = None,
+) -> tuple[float, float]:
+    """The threshold for `target` false refusals and the caution floor (`floor_for`), from
+    one set of out-of-fold probabilities pooled over `THRESHOLD_REPEATS` fold shuffles:
+    the answerable probes' for the threshold, the out-of-scope ones' (`outside`) for the
+    floor (the threshold itself when there are none)."""
     k = fold_count(y, folds, groups)
-    pooled = [
-        out_of_fold(x, y, names, k, seed + r, groups)[y == 1] for r in range(THRESHOLD_REPEATS)
-    ]
-    return threshold_for(np.concatenate(pooled), target)
-
-
-def floor_from_folds(
-    x: Array,
-    y: Array,
-    names: Sequence[str],
-    outside: npt.NDArray[np.bool_],
-    threshold: float,
-    folds: int,
-    seed: int = 0,
-    groups: npt.NDArray[np.intp] | None = None,
-) -> float:
-    """The caution floor (`floor_for`) from the out-of-scope probes' (`outside`)
-    out-of-fold probabilities, pooled over the same fold shuffles as the threshold's."""
-    if not outside.any():
-        return threshold
-    k = fold_count(y, folds, groups)
-    pooled = [
-        out_of_fold(x, y, names, k, seed + r, groups)[outside] for r in range(THRESHOLD_REPEATS)
-    ]
-    return floor_for(np.concatenate(pooled), threshold)
+    pooled = [out_of_fold(x, y, names, k, seed + r, groups) for r in range(THRESHOLD_REPEATS)]
+    threshold = threshold_for(np.concatenate([p[y == 1] for p in pooled]), target)
+    if outside is None or not outside.any():
+        return threshold, threshold
+    return threshold, floor_for(np.concatenate([p[outside] for p in pooled]), threshold)
 
 
 def roc_auc(y: Array, p: Array) -> float:
@@ -331,8 +314,8 @@ def cross_validate(
     the other folds.
 
     The threshold for a fold is set from inner out-of-fold probabilities on its
-    training part (`threshold_from_folds`), and its caution floor from those of the
-    out-of-scope probes there (`outside`; `floor_from_folds`), exactly as `calibrate`
+    training part, and its caution floor from those of the out-of-scope probes there
+    (`outside`; both by `cuts_from_folds`), exactly as `calibrate`
     sets the stored ones, so the refusals reported here are what a deployed calibration
     would do on unseen questions. With `groups` (`group_codes`), no fold, outer or
     inner, splits a group, so no probe is judged by a model that saw one of its
@@ -350,9 +333,8 @@ def cross_validate(
         train = np.setdiff1d(np.arange(len(y)), test)
         inner = None if groups is None else groups[train]
         model = fit_logistic(x[train], y[train], names)
-        cut = threshold_from_folds(x[train], y[train], names, target, folds, seed + 1, inner)
-        floor = floor_from_folds(
-            x[train], y[train], names, outside[train], cut, folds, seed + 1, inner
+        cut, floor = cuts_from_folds(
+            x[train], y[train], names, target, folds, seed + 1, inner, outside[train]
         )
         p[test] = model.predict(x[test])
         refused[test] = p[test] < floor
