@@ -34,10 +34,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, WORK, machine, shared_path, write_result
 from groundqa.engine import Engine
+from groundqa.evaluate.calibrate import reliability as calibrate_reliability
 from groundqa.evaluate.harness import ProbeResult, evaluate_probes
 from groundqa.evaluate.probes import KINDS, Probe
 from groundqa.evaluate.selffit import self_fit
@@ -76,24 +79,10 @@ def counts(results: Sequence[ProbeResult], banded: bool) -> dict[str, dict[str, 
 
 
 def reliability(results: Sequence[ProbeResult], bins: int = BINS) -> list[dict[str, Any]]:
-    """Equal-width bins of the gate's confidence against the share of answerable questions."""
-    rows = []
-    for i in range(bins):
-        lo, hi = i / bins, (i + 1) / bins
-        inside = [r for r in results if lo <= r.gate_score and (r.gate_score < hi or i == bins - 1)]
-        if inside:
-            rows.append(
-                {
-                    "lo": lo,
-                    "hi": hi,
-                    "n": len(inside),
-                    "mean_confidence": round(sum(r.gate_score for r in inside) / len(inside), 4),
-                    "answerable_share": round(
-                        sum(r.probe.answerable for r in inside) / len(inside), 4
-                    ),
-                }
-            )
-    return rows
+    """Equal-width bins of the gate's confidence against the share of answerable questions
+    (`calibrate.reliability`, over the questions as `eval` asked them)."""
+    y = np.asarray([float(r.probe.answerable) for r in results])
+    return calibrate_reliability(y, np.asarray([r.gate_score for r in results]), bins)
 
 
 def measure(
