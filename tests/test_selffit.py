@@ -42,12 +42,9 @@ def test_the_floor_refuses_every_question_it_was_fitted_on(fitted: Path) -> None
     assert is_default(gate) and gate.floor == entry["floor"]
     assert "a floor fitted on" in gate.describe()
 
-    def known(question: str) -> float:
-        retrieval = engine.retrieval(question)
-        terms = set(retrieval.weights)
-        return 1.0 - len(terms & retrieval.unknown) / len(terms) if terms else 1.0
-
-    questions = out_of_scope_questions(known, n=entry["questions"])
+    questions = out_of_scope_questions(
+        lambda q: selffit.known_share(engine.retrieval(q)), n=entry["questions"]
+    )
     assert len(questions) == entry["questions"]
     assert {engine.ask(p.question).outcome for p in questions} == {"refused"}
 

@@ -39,6 +39,13 @@ METHOD = "keywords"
 SEED = 0
 
 
+def known_share(retrieval: Retrieval) -> float:
+    """The share of the question's topic terms the index uses (1 with none: a question
+    without topic words is not out of scope by its words)."""
+    terms = set(retrieval.weights)
+    return 1.0 - len(terms & retrieval.unknown) / len(terms) if terms else 1.0
+
+
 def fit_floor(engine: Engine, n: int = QUESTIONS) -> dict[str, Any]:
     """The self-fit entry for `engine`'s index: its floor and what it rests on, or
     `skipped` with the reason the built-in floor stays. The same build gives the same
@@ -60,8 +67,7 @@ def fit_floor(engine: Engine, n: int = QUESTIONS) -> dict[str, Any]:
 
     def known(question: str) -> float:
         retrieval = asked[question] = engine.retrieval(question)
-        terms = set(retrieval.weights)
-        return 1.0 - len(terms & retrieval.unknown) / len(terms) if terms else 1.0
+        return known_share(retrieval)
 
     questions = out_of_scope_questions(known, n=n, method=METHOD, seed=SEED)
     if len(questions) < MIN_QUESTIONS:
