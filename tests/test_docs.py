@@ -288,7 +288,7 @@ def test_synthetic_probe_figures_are_its_results_file() -> None:
     city, obliqa = corpora["city guides"], corpora["ObliQA dev"]
     mixed, heading = "fitted on mixed probes", "fitted on heading probes"
     seconds = max(m["make_seconds"] for m in obliqa["made"].values())
-    quoted(text, "sections take about 4 s", "4", seconds)
+    quoted(text, "sections take about 3 s", "3", seconds)
     quoted(text, "the `mixed` maker: 13% against", "13", refused("city guides", mixed))
     quoted(text, "13% against 25%)", "25", refused("city guides", "default"))
     quoted(text, "comes within 0.02 of", "0.02", city["methods"][mixed]["gap"])
