@@ -188,6 +188,22 @@ BENCHMARKS: dict[str, Benchmark] = {
             *REGPACK,
         ),
     ),
+    "planfit": Benchmark(
+        "The retrieval plan each index fits from its own text",
+        "bench/planfit.py",
+        (
+            *ASK,
+            *EMBED,
+            *EVALUATE,
+            "bench/synthetic.py",
+            "bench/gate.py",
+            "bench/dense.py",
+            "bench/retrieval.py",
+            "bench/seeds.py",
+            "bench/city_guides.probes.jsonl",
+            *REGPACK,
+        ),
+    ),
     "default_training": Benchmark(
         "The lexical default gate refitted on training data",
         "bench/default_training.py",

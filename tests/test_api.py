@@ -213,6 +213,12 @@ def test_health_describes_the_index_cache_auth_and_facets(open_url: str, engine:
     }
     assert data["retrievers"] == ["bm25", "dense", "hybrid"]
     assert data["default_retriever"] == "hybrid+weighted=0.5/0.5+defs"
+    assert data["retrieval"] == {
+        "plan": "hybrid+weighted=0.5/0.5+defs",
+        "fitted": False,
+        "summary": "the built-in plan hybrid+weighted=0.5/0.5+defs (never fitted; "
+        "`groundqa tune` fits one)",
+    }
     assert data["embedder"] == {
         "embedder": "minilm",
         "model_id": "all-MiniLM-L6-v2/onnx-int8",

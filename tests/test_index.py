@@ -265,7 +265,7 @@ def test_the_index_package_is_the_protocol_and_the_way_in() -> None:
     )
     exported, loaded = done.stdout.splitlines()
     names = "Manifest Mask Ranked Store bm25_idf current_manifest is_store_url open_store"
-    assert exported == str(sorted([*names.split(), "set_gate"]))
+    assert exported == str(sorted([*names.split(), "set_gate", "set_part"]))
     assert loaded == str(
         [
             "groundqa.index.base",
@@ -282,7 +282,7 @@ DIRECTORY_NAMES = """ACRONYMS BM25_DIR CHUNKS DirectoryStore load_index read_acr
 POSTGRES_NAMES = """BATCH CONNECT_TIMEOUT_S HNSW_BUILD_MEMORY_KB LOCK_KEY MIGRATIONS POOL_SIZE
     SCHEMA_VERSION BuildInfo PostgresStore PostgresTarget WriteStats connect ensure_schema
     ensure_vector_extension read_current_manifest redact term_counts update_gate
-    create_build_tables"""
+    update_part create_build_tables"""
 
 
 @pytest.mark.parametrize(

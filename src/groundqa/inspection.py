@@ -19,6 +19,7 @@ from groundqa.gate import gate_for
 from groundqa.index.manifest import Manifest
 from groundqa.index.open import open_store
 from groundqa.ingestion import corpus_fingerprint, reload_recorded
+from groundqa.retrieve import DEFAULT_DENSE_PLAN, DEFAULT_LEXICAL_PLAN, describe_fit
 from groundqa.text import DEFAULT_ANALYZER
 
 
@@ -32,6 +33,7 @@ class InspectReport:
     section_ids: list[str]
     acronyms: int = 0
     gate: str = ""
+    retrieval: str = ""  # the plan the index answers with when none is named, and why
     lexical: dict[str, Any] | None = None
     vectors: dict[str, Any] | None = None
 
@@ -44,6 +46,7 @@ class InspectReport:
             "staleness": self.staleness,
             "acronyms": self.acronyms,
             "gate": self.gate,
+            "retrieval": self.retrieval,
             "lexical_engine": self.lexical,
             "vector_engine": self.vectors,
         }
@@ -88,6 +91,10 @@ def inspect_index(index_dir: str | Path) -> InspectReport:
         section_ids=sorted({c.section_id for c in chunks}),
         acronyms=len(loaded.acronyms),
         gate=gate_for(manifest.gate, manifest.fingerprint).describe(),
+        retrieval=describe_fit(
+            manifest.retrieval,
+            DEFAULT_DENSE_PLAN if loaded.has_vectors else DEFAULT_LEXICAL_PLAN,
+        ),
         lexical=loaded.lexical_engine,
         vectors=loaded.vector_engine,
     )

@@ -10,7 +10,7 @@ problem (and `validate` with a BLOCK finding), 2 a usage error, 130 interrupted.
 
     corpus      validate, ingest, inspect
     questions   ask, chat
-    measure     eval, calibrate
+    measure     eval, calibrate, tune
     server      serve
     assist      mcp (the index as MCP tools for an assistant)
     common      the consoles, option parsers, shared options and progress bars
@@ -28,7 +28,7 @@ from groundqa._version import __version__
 from groundqa.cli.assist import mcp_command
 from groundqa.cli.common import err
 from groundqa.cli.corpus import ingest, inspect, validate
-from groundqa.cli.measure import calibrate, evaluate
+from groundqa.cli.measure import calibrate, evaluate, tune
 from groundqa.cli.questions import ask, chat
 from groundqa.cli.server import serve
 from groundqa.errors import GroundqaError, Interrupted
@@ -69,5 +69,16 @@ def main() -> None:
     """Answer questions from a document corpus, and only from it, with citations."""
 
 
-for _command in (validate, ingest, inspect, ask, chat, evaluate, calibrate, serve, mcp_command):
+for _command in (
+    validate,
+    ingest,
+    inspect,
+    ask,
+    chat,
+    evaluate,
+    calibrate,
+    tune,
+    serve,
+    mcp_command,
+):
     main.add_command(_command)

@@ -290,6 +290,7 @@ def inspect(index_dir: str, sections: bool, as_json: bool) -> None:
         out.print(f"vector search: {escape(report.vectors['note'])}")
     out.print(f"acronyms defined in the corpus: {report.acronyms}")
     out.print(f"gate: {report.gate}")
+    out.print(f"retrieval: {escape(report.retrieval)}")
     out.print(f"corpus: {report.staleness}")
     if report.boundary_issues:
         out.print(f"[yellow]{len(report.boundary_issues)} chunk boundary exception(s):[/]")

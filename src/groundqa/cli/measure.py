@@ -1,8 +1,9 @@
-"""`groundqa eval` and `calibrate`: retrieval, refusals and answers measured, and the gate fitted.
+"""`groundqa eval`, `calibrate` and `tune`: retrieval, refusals and answers measured, the
+gate and the retrieval plan fitted.
 
-Thin shells over `evaluate` (probe sets, BEIR) and `evaluate.calibrate`: they
-parse the options, run the harness, and print a table or emit its JSON. The
-figures are computed by the library; this module only formats them.
+Thin shells over `evaluate` (probe sets, BEIR), `evaluate.calibrate` and
+`evaluate.planfit`: they parse the options, run the harness, and print a table or
+emit its JSON. The figures are computed by the library; this module only formats them.
 """
 
 from __future__ import annotations
@@ -446,3 +447,37 @@ def _print_calibration(report: Any, target: float) -> None:
         )
     for name, coef in sorted(zip(model.names, model.coef, strict=True), key=lambda r: -abs(r[1])):
         out.print(f"  {name:<18} {coef:+.3f} per standard deviation")
+
+
+@click.command()
+@index_option
+@click.option("--reset", is_flag=True, help="Forget the fitted plan: the built-in plan again.")
+@click.option("--dry-run", is_flag=True, help="Fit and report, but store nothing.")
+@click.option("--json", "as_json", is_flag=True)
+def tune(index_dir: str, reset: bool, dry_run: bool, as_json: bool) -> None:
+    """Fit the retrieval plan of an index on questions made from its own corpus, and
+    store it there (the built-in plan stays unless another beats it by more than its
+    noise). A plan named with --retriever still overrides it."""
+    from groundqa.evaluate import planfit
+    from groundqa.retrieve import describe_fit
+
+    if reset:
+        if dry_run:
+            raise UsageError("tune takes --reset or --dry-run, not both")
+        planfit.reset(index_dir)
+        out.print(f"{index_dir} answers with the built-in plan again")
+        return
+    entry = planfit.tune(index_dir, dry_run=dry_run)
+    if as_json:
+        emit_json({"plan_fit": entry, "stored": not dry_run})
+        return
+    grid = entry.get("grid", {})
+    if grid:
+        table = Table("plan", *next(iter(grid.values())), title="questions made from the corpus")
+        for plan, figures in grid.items():
+            table.add_row(escape(plan), *(f"{v:.3f}" for v in figures.values()))
+        out.print(table)
+    summary = describe_fit({"plan_fit": entry}, str(entry["builtin"]))
+    out.print(f"retrieval: {escape(summary)}")
+    if dry_run:
+        out.print("(--dry-run: nothing stored)")

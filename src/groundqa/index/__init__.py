@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from groundqa.index.base import Mask, Ranked, Store, bm25_idf
 from groundqa.index.manifest import Manifest
-from groundqa.index.open import current_manifest, is_store_url, open_store, set_gate
+from groundqa.index.open import current_manifest, is_store_url, open_store, set_gate, set_part
 
 __all__ = [
     "Manifest",
@@ -31,4 +31,5 @@ __all__ = [
     "is_store_url",
     "open_store",
     "set_gate",
+    "set_part",
 ]

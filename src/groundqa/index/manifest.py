@@ -69,6 +69,8 @@ class Manifest:
     findings: dict[str, int] = field(default_factory=dict)
     gate: dict[str, Any] = field(default_factory=dict)
     dense: dict[str, Any] = field(default_factory=dict)  # empty: no vectors in this build
+    # the plan fitted to this build (`evaluate.planfit`); empty: the built-in plan
+    retrieval: dict[str, Any] = field(default_factory=dict)
     timings_s: dict[str, float] = field(default_factory=dict)  # how long each build stage took
     files: dict[str, dict[str, Any]] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
@@ -93,6 +95,7 @@ class Manifest:
             "analyzer": self.analyzer,
             "gate": self.gate,
             "dense": self.dense,
+            "retrieval": self.retrieval,
             "timings_s": self.timings_s,
             "counts": self.counts,
             "findings": self.findings,
@@ -113,6 +116,7 @@ class Manifest:
             analyzer=str(d["analyzer"]),
             gate=dict(d.get("gate", {})),
             dense=dict(d.get("dense", {})),
+            retrieval=dict(d.get("retrieval", {})),
             timings_s={k: float(v) for k, v in d.get("timings_s", {}).items()},
             counts={k: int(v) for k, v in d["counts"].items()},
             findings={k: int(v) for k, v in d.get("findings", {}).items()},
@@ -353,23 +357,46 @@ def _write_build(
     return sealed
 
 
+# The parts of a manifest that may change after its build is written, and what to run
+# when the build changed under a fit meant for another.
+UPDATABLE = {
+    "gate": "calibrate this index itself",
+    "retrieval": "run `groundqa tune` on this index again",
+}
+
+
 def update_gate(index_dir: Path, gate: dict[str, Any], fingerprint: str | None = None) -> Manifest:
-    """Replace the current build's gate settings in its manifest, atomically.
+    """Replace the current build's gate settings in its manifest (see `update_part`)."""
+    return update_part(index_dir, "gate", gate, fingerprint)
+
+
+def stale_fit(part: str, fingerprint: str, location: str, current: str) -> CalibrationError:
+    """The error for a `part` fitted to build `fingerprint` while `location` holds `current`."""
+    noun = "gate" if part == "gate" else "retrieval plan"
+    return CalibrationError(
+        f"the {noun} was fitted for index build {fingerprint[:12]}, but {location} now "
+        f"holds build {current[:12]}; {UPDATABLE[part]}"
+    )
+
+
+def update_part(
+    index_dir: Path, part: str, value: dict[str, Any], fingerprint: str | None = None
+) -> Manifest:
+    """Replace one updatable part (`UPDATABLE`) of the current build's manifest, atomically.
 
     Only the manifest changes (its `files` seal the data files, which stay as they
     are); a reader sees the old manifest or the new one, never half of either.
     With `fingerprint`, the current build must still be that one (checked under
-    the lock, so a rebuild in between cannot receive a gate fitted to another).
+    the lock, so a rebuild in between cannot receive a fit made for another).
     """
+    if part not in UPDATABLE:
+        raise ValueError(f"a manifest's {part!r} is not updatable")
     with build_lock(index_dir):
         build = current_build(index_dir)
         manifest = read_manifest(build)
         if fingerprint is not None and manifest.fingerprint != fingerprint:
-            raise CalibrationError(
-                f"the gate was fitted for index build {fingerprint[:12]}, but {index_dir} now "
-                f"holds build {manifest.fingerprint[:12]}; calibrate this index itself"
-            )
-        updated = Manifest.from_dict({**manifest.to_dict(), "gate": gate})
+            raise stale_fit(part, fingerprint, str(index_dir), manifest.fingerprint)
+        updated = Manifest.from_dict({**manifest.to_dict(), part: value})
         tmp = build / f".{MANIFEST}-{uuid.uuid4().hex[:8]}"
         with _writing(index_dir):
             try:

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from groundqa.index.base import Store
-from groundqa.index.manifest import Manifest, current_build, read_manifest, update_gate
+from groundqa.index.manifest import Manifest, current_build, read_manifest, update_part
 
 URL_SCHEMES = ("postgresql://", "postgres://")
 
@@ -39,8 +39,16 @@ def set_gate(
     location: str | Path, gate: dict[str, Any], fingerprint: str | None = None
 ) -> Manifest:
     """Replace the current build's gate settings (refused when `fingerprint` is not current)."""
+    return set_part(location, "gate", gate, fingerprint)
+
+
+def set_part(
+    location: str | Path, part: str, value: dict[str, Any], fingerprint: str | None = None
+) -> Manifest:
+    """Replace one updatable part of the current build's manifest (`gate` or `retrieval`),
+    wherever the index lives; refused when `fingerprint` is not the current build."""
     if is_store_url(location):
         from groundqa.index import postgres
 
-        return postgres.update_gate(str(location), gate, fingerprint)
-    return update_gate(Path(location), gate, fingerprint)
+        return postgres.update_part(str(location), part, value, fingerprint)
+    return update_part(Path(location), part, value, fingerprint)

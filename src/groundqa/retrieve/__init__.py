@@ -22,6 +22,8 @@ from groundqa.retrieve.plan import (
     RETRIEVERS,
     Plan,
     check_retriever,
+    describe_fit,
+    fitted_plan,
     parse_plan,
 )
 from groundqa.retrieve.retriever import RERANK_DEPTH, SIGNAL_DEPTH, Retrieval, Retriever
@@ -42,6 +44,8 @@ __all__ = [
     "Retrieval",
     "Retriever",
     "check_retriever",
+    "describe_fit",
+    "fitted_plan",
     "flat_metadata",
     "parse_plan",
 ]

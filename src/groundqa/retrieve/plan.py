@@ -7,7 +7,7 @@ vectors the index lacks, is a UsageError that lists what is accepted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,6 +108,40 @@ def parse_plan(spec: str) -> Plan:
                 f"retriever {spec!r}: {detail}; {PLAN_FORMS} (fusion: {', '.join(FUSION_FORMS)})"
             ) from None
     return Plan(method=method, spec=spec.strip(), **plan)
+
+
+def fitted_plan(retrieval: Mapping[str, Any]) -> str | None:
+    """The plan a manifest's `retrieval` part chose for its build (`evaluate.planfit`),
+    or None where the built-in plan stays (no fit, or it found nothing better)."""
+    fit = retrieval.get("plan_fit")
+    plan = fit.get("plan") if isinstance(fit, Mapping) else None
+    return str(plan) if plan else None
+
+
+def describe_fit(retrieval: Mapping[str, Any], builtin: str) -> str:
+    """One line on the plan an index answers with and why, for `inspect`, `/health`
+    and the build report: the fitted plan with the figures it was chosen on, or the
+    built-in plan with the reason it stayed."""
+    fit = retrieval.get("plan_fit")
+    if not isinstance(fit, Mapping) or not fit:
+        return f"the built-in plan {builtin} (never fitted; `groundqa tune` fits one)"
+    if "skipped" in fit:
+        return f"the built-in plan {builtin}: {fit['skipped']}"
+    grid = fit.get("grid", {})
+    metric = next(iter(next(iter(grid.values()), {})), "recall@10")
+    builtin_figure = grid.get(builtin, {}).get(metric, 0.0)
+    plan = fitted_plan(retrieval)
+    if plan:
+        low, high = fit["interval"]
+        return (
+            f"{plan}, fitted on {fit['probes']} questions made from this corpus ({metric} "
+            f"{grid[plan][metric]:.3f} against {builtin_figure:.3f} for the built-in {builtin}; "
+            f"difference {low:+.3f} to {high:+.3f})"
+        )
+    return (
+        f"the built-in plan {builtin} ({metric} {builtin_figure:.3f} on {fit['probes']} "
+        f"questions made from this corpus): {fit['kept']}"
+    )
 
 
 def check_retriever(name: str, available: Sequence[str] = RETRIEVERS) -> Plan:

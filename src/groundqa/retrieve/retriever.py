@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -40,6 +41,7 @@ from groundqa.retrieve.plan import (
     PLACE_BOOST,
     POOL,
     check_retriever,
+    fitted_plan,
 )
 from groundqa.retrieve.rerank import Reranker, get_reranker
 from groundqa.text import Analyzer
@@ -48,6 +50,9 @@ from groundqa.text import Analyzer
 RERANK_DEPTH = 20
 # Each method's own best is kept this deep for the gate, whatever the plan.
 SIGNAL_DEPTH = 10
+# The vectors of this many recent query texts are kept: an evaluation asks the same
+# questions of several plans, and a plan fit asks each of its probes of every plan.
+QUERY_VECTORS = 1024
 Mask = npt.NDArray[np.bool_] | None
 
 
@@ -146,6 +151,7 @@ class Retriever:
         self._embedder = embedder
         self._embedder_lock = threading.Lock()
         self._rerankers: dict[tuple[str, GeneratorOptions], Reranker | None] = {}
+        self._vectors: OrderedDict[str, Matrix] = OrderedDict()
 
     # What the index can serve -----------------------------------------------------------
 
@@ -155,9 +161,15 @@ class Retriever:
         return ("bm25", "dense", "hybrid") if self.store.has_vectors else ("bm25",)
 
     @property
-    def default_plan(self) -> str:
-        """The plan used when none is named: hybrid where the index has vectors, else bm25."""
+    def builtin_plan(self) -> str:
+        """The built-in plan for this index: hybrid where it has vectors, else bm25."""
         return DEFAULT_DENSE_PLAN if self.store.has_vectors else DEFAULT_LEXICAL_PLAN
+
+    @property
+    def default_plan(self) -> str:
+        """The plan used when none is named: the one fitted to this build, if one was
+        chosen (`evaluate.planfit`), else the built-in plan."""
+        return fitted_plan(self.store.manifest.retrieval) or self.builtin_plan
 
     @property
     def facets(self) -> Facets:
@@ -186,11 +198,21 @@ class Retriever:
         return self._embedder
 
     def embed(self, text: str) -> Matrix:
-        """The vector of one query text."""
+        """The vector of one query text (the last `QUERY_VECTORS` texts' are kept)."""
+        with self._embedder_lock:
+            cached = self._vectors.get(text)
+            if cached is not None:
+                self._vectors.move_to_end(text)
+                return cached
         embedder = self.query_embedder()
         vector = embedder.embed([text])
         check_embedder(self.store.manifest.dense, embedder, vector)
         row: Matrix = vector[0]
+        row.setflags(write=False)
+        with self._embedder_lock:
+            self._vectors[text] = row
+            while len(self._vectors) > QUERY_VECTORS:
+                self._vectors.popitem(last=False)
         return row
 
     def reranker(self, spec: str, options: GeneratorOptions | None = None) -> Reranker | None:

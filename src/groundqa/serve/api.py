@@ -36,6 +36,7 @@ from groundqa.engine import Engine
 from groundqa.errors import GroundqaError
 from groundqa.evaluate import evaluate_probes
 from groundqa.generate import available as available_generators
+from groundqa.retrieve import describe_fit, fitted_plan
 from groundqa.serve.answers import answer, chunk_view, document_view, parse_probes, stream_events
 from groundqa.serve.cache import make_cache
 from groundqa.serve.chat import add_chat_routes
@@ -164,6 +165,11 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
             "vectors": engine.store.vector_engine,
             "retrievers": list(engine.retrievers),
             "default_retriever": engine.default_retriever,
+            "retrieval": {
+                "plan": engine.default_retriever,
+                "fitted": fitted_plan(m.retrieval) is not None,
+                "summary": describe_fit(m.retrieval, engine.retriever.builtin_plan),
+            },
             "generators": available_generators(),
             "default_generator": settings.generator,
             "embedder": (

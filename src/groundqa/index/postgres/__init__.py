@@ -31,7 +31,7 @@ embedded before keeps its vector, so an update re-embeds only what changed.
     store    `PostgresStore`: reads and searches one build (the query side)
     catalog  `SqlCatalog`: chunks, facets and versions read per request, so a worker
              holds no corpus; and the ingest's writing of the facet and version tables
-    target   `PostgresTarget`: writes builds (the ingest side), and `update_gate`
+    target   `PostgresTarget`: writes builds (the ingest side), and `update_part`
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from groundqa.index.postgres.target import (
     WriteStats,
     term_counts,
     update_gate,
+    update_part,
 )
 
 __all__ = [
@@ -78,4 +79,5 @@ __all__ = [
     "redact",
     "term_counts",
     "update_gate",
+    "update_part",
 ]

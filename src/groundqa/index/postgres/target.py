@@ -33,7 +33,7 @@ from groundqa.errors import (
     UsageError,
 )
 from groundqa.index.dense import grown, text_key
-from groundqa.index.manifest import Manifest
+from groundqa.index.manifest import UPDATABLE, Manifest, stale_fit
 from groundqa.index.postgres import bm25
 from groundqa.index.postgres.catalog import create_catalog_tables, write_catalog
 from groundqa.index.postgres.schema import (
@@ -582,18 +582,23 @@ class PostgresTarget:
 
 
 def update_gate(url: str, gate: dict[str, Any], fingerprint: str | None = None) -> Manifest:
-    """Replace the current build's gate settings (see `index.manifest.update_gate`)."""
-    from groundqa.errors import CalibrationError
+    """Replace the current build's gate settings (see `index.manifest.update_part`)."""
+    return update_part(url, "gate", gate, fingerprint)
 
+
+def update_part(
+    url: str, part: str, value: dict[str, Any], fingerprint: str | None = None
+) -> Manifest:
+    """Replace one updatable part of the current build's manifest (see
+    `index.manifest.update_part`), in one transaction under the build lock."""
+    if part not in UPDATABLE:
+        raise ValueError(f"a manifest's {part!r} is not updatable")
     target = PostgresTarget(url)
     with target.lock(), target._conn.cursor() as cur:
         info = _read_build(cur, url)
         if fingerprint is not None and info.manifest.fingerprint != fingerprint:
-            raise CalibrationError(
-                f"the gate was fitted for index build {fingerprint[:12]}, but {redact(url)} now "
-                f"holds build {info.manifest.fingerprint[:12]}; calibrate this index itself"
-            )
-        updated = Manifest.from_dict({**info.manifest.to_dict(), "gate": gate})
+            raise stale_fit(part, fingerprint, redact(url), info.manifest.fingerprint)
+        updated = Manifest.from_dict({**info.manifest.to_dict(), part: value})
         cur.execute(
             "UPDATE groundqa_builds SET manifest = %s WHERE build_id = %s",
             (json.dumps(updated.to_dict()), info.build_id),

@@ -1,0 +1,208 @@
+"""The retrieval plan each index fits for itself, against BM25 and the built-in plan.
+
+For every corpus with questions we can see (the example corpus, the city guides,
+Natech, ObliQA dev, ClapNQ's shared half, SciFact test), in one run:
+
+1. build the index with vectors, as `groundqa ingest` does by default;
+2. fit its plan (`groundqa.evaluate.planfit.fit_plan`): probes made from the corpus
+   alone, every plan of the declared grid asked each of them, the built-in plan kept
+   unless another beats it by more than its noise;
+3. ask the corpus's real answerable questions of BM25, the built-in plan and the
+   fitted plan, and score recall@10 and nDCG@10 over sections (qrels where the set
+   has them), each difference with a paired bootstrap interval (95%, questions of one
+   paraphrase group resampled together). A difference whose interval excludes 0 is
+   called real.
+
+The fit reads the corpus only, never the questions: every figure here is out of
+sample for it. The grid and the decision rule were declared before these sets were
+run, and are the same for every corpus.
+
+    python bench/planfit.py   # (part of `make bench`)
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import machine, shared_path, write_result
+from dense import DENSE_WORK
+from groundqa.engine import Engine
+from groundqa.evaluate.metrics import dedupe, ndcg_at_k, recall_at_k
+from groundqa.evaluate.planfit import DEPTH, K, fit_plan, paired_interval
+from groundqa.evaluate.probes import Probe
+from groundqa.ingestion import ingest
+
+BM25 = "bm25"
+
+
+def corpora() -> dict[str, tuple[str, list[Path], str, list[Probe]]]:
+    """name -> (index name under bench/.work-dense, sources, format, answerable questions).
+
+    The index names are `bench/dense.py`'s where it builds the same corpus, so its
+    vectors are reused rather than embedded again."""
+    from synthetic import corpora as with_real_questions
+
+    index_names = {
+        "example corpus": "regpack",
+        "city guides": "city_guides",
+        "Natech": "natech",
+        "ObliQA dev": "obliqa",
+        "ClapNQ shared half": "clapnq",
+    }
+    out = {
+        name: (index_names[name], sources, fmt, [p for p in probes if p.answerable])
+        for name, (sources, fmt, probes) in with_real_questions().items()
+    }
+    scifact = shared_path("bench", "scifact")
+    if scifact is not None:
+        from groundqa.evaluate.beir import load_beir_set
+
+        test = load_beir_set(scifact, "test")
+        probes = [
+            Probe(
+                id=qid,
+                question=text,
+                expected=tuple(d for d, g in test.qrels.get(qid, {}).items() if g > 0),
+                kind="answerable",
+            )
+            for qid, text in sorted(test.queries.items())
+            if test.qrels.get(qid)
+        ]
+        out["SciFact test"] = ("scifact", [test.corpus], "beir", probes)
+    return out
+
+
+def per_question(
+    engine: Engine, probes: Sequence[Probe], plans: Sequence[str]
+) -> dict[str, tuple[list[float], list[float]]]:
+    """plan -> (recall@K, nDCG@K) per question, over sections. Each question is asked of
+    every plan in turn, so its vector is embedded once."""
+    out: dict[str, tuple[list[float], list[float]]] = {p: ([], []) for p in plans}
+    for probe in probes:
+        expected = set(probe.expected)
+        for plan in plans:
+            ranked = dedupe(
+                h.chunk.section_id for h in engine.search(probe.question, DEPTH, retriever=plan)
+            )
+            out[plan][0].append(recall_at_k(ranked, expected, K))
+            out[plan][1].append(ndcg_at_k(ranked, dict.fromkeys(expected, 1.0), K))
+    return out
+
+
+def _mean(values: Sequence[float]) -> float:
+    return round(sum(values) / len(values), 4) if values else 0.0
+
+
+def _difference(a: Sequence[float], b: Sequence[float], groups: Sequence[str]) -> dict[str, Any]:
+    low, high = paired_interval(a, b, groups)
+    return {
+        "mean": round(_mean(a) - _mean(b), 4),
+        "interval": [round(low, 4), round(high, 4)],
+        "real": low > 0 or high < 0,
+    }
+
+
+def one_set(index_name: str, sources: list[Path], fmt: str, probes: list[Probe]) -> dict[str, Any]:
+    index = DENSE_WORK / index_name
+    ingest(sources, index, fmt=fmt)
+    engine = Engine.open(index, reader="lexical")
+    started = time.perf_counter()
+    fit = fit_plan(engine)
+    fit_s = time.perf_counter() - started
+    builtin = engine.retriever.builtin_plan
+    fitted = fit.get("plan") or builtin
+    plans = list(dict.fromkeys([BM25, builtin, fitted]))
+    scores = per_question(engine, probes, plans)
+    groups = [p.group or p.id for p in probes]
+    rows = {
+        "bm25": scores[BM25],
+        "built-in plan": scores[builtin],
+        "fitted plan": scores[fitted],
+    }
+    out: dict[str, Any] = {
+        "chunks": engine.store.num_docs,
+        "questions": len(probes),
+        "builtin": builtin,
+        "fitted": fitted,
+        "fit": fit,
+        "fit_s": round(fit_s, 1),
+        "runs": {
+            name: {f"recall@{K}": _mean(r), f"ndcg@{K}": _mean(n)} for name, (r, n) in rows.items()
+        },
+    }
+    pairs = (("fitted plan", "built-in plan"), ("fitted plan", "bm25"), ("built-in plan", "bm25"))
+    out["differences"] = {
+        f"{a} - {b}": {
+            f"recall@{K}": _difference(rows[a][0], rows[b][0], groups),
+            f"ndcg@{K}": _difference(rows[a][1], rows[b][1], groups),
+        }
+        for a, b in pairs
+    }
+    return out
+
+
+def _cell(d: dict[str, Any]) -> str:
+    low, high = d["interval"]
+    mark = " (real)" if d["real"] else ""
+    return f"{d['mean']:+.4f} [{low:+.4f}, {high:+.4f}]{mark}"
+
+
+def markdown(data: dict[str, Any]) -> str:
+    lines = [
+        "# The retrieval plan fitted to each index, from its own text",
+        "",
+        "`python bench/planfit.py`. Real answerable questions of each set, scored over "
+        f"sections at {K}. The fit saw the corpus only. Intervals: paired bootstrap, 95%, "
+        'paraphrase groups resampled together; "real" where the interval excludes 0.',
+        "",
+        f"| set | chunks | questions | fitted plan (fit time) | BM25 recall@{K} / nDCG@{K} "
+        f"| built-in | fitted | fitted - built-in recall@{K} | fitted - BM25 recall@{K} "
+        f"| fitted - built-in nDCG@{K} |",
+        "|---|---:|---:|---|---|---|---|---|---|---|",
+    ]
+    for name, s in data["sets"].items():
+        runs, diffs = s["runs"], s["differences"]
+        chosen = s["fitted"] if s["fit"].get("plan") else f"built-in kept ({s['builtin']})"
+
+        def pair(run: dict[str, float]) -> str:
+            return f"{run[f'recall@{K}']:.4f} / {run[f'ndcg@{K}']:.4f}"
+
+        lines.append(
+            f"| {name} | {s['chunks']} | {s['questions']} | {chosen} ({s['fit_s']} s) "
+            f"| {pair(runs['bm25'])} | {pair(runs['built-in plan'])} | {pair(runs['fitted plan'])} "
+            f"| {_cell(diffs['fitted plan - built-in plan'][f'recall@{K}'])} "
+            f"| {_cell(diffs['fitted plan - bm25'][f'recall@{K}'])} "
+            f"| {_cell(diffs['fitted plan - built-in plan'][f'ndcg@{K}'])} |"
+        )
+    lines += ["", "What each fit saw (recall@10 on its own made questions):", ""]
+    for name, s in data["sets"].items():
+        fit = s["fit"]
+        if "skipped" in fit:
+            lines.append(f"- {name}: skipped: {fit['skipped']}")
+            continue
+        grid = ", ".join(f"{p} {v[f'recall@{K}']:.3f}" for p, v in fit["grid"].items())
+        verdict = f"chose {fit['plan']}" if fit.get("plan") else fit["kept"]
+        lines.append(f"- {name} ({fit['probes']} probes): {grid}; {verdict}")
+    return "\n".join(lines)
+
+
+def run() -> dict[str, Any]:
+    started = time.perf_counter()
+    sets = {}
+    for name, (index_name, sources, fmt, probes) in corpora().items():
+        t = time.perf_counter()
+        sets[name] = one_set(index_name, sources, fmt, probes)
+        print(f"{name}: {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    data = {"sets": sets, "machine": machine(), "seconds": round(time.perf_counter() - started, 1)}
+    write_result("planfit", data, markdown(data))
+    return data
+
+
+if __name__ == "__main__":
+    run()
