@@ -161,6 +161,31 @@ def test_a_rebuild_starts_from_the_built_in_plan(tmp_path: Path) -> None:
     assert Engine.open(index).default_retriever == DEFAULT_LEXICAL_PLAN
 
 
+def test_ingest_fits_the_plan_of_each_new_build_unless_told_not_to(tmp_path: Path) -> None:
+    index = tmp_path / "idx"
+    runner = CliRunner()
+    args = ["ingest", str(REGPACK), "--index", str(index), "--no-dense", "--json"]
+    built = json.loads(runner.invoke(main, args, catch_exceptions=False).output)
+    stored = read_manifest(current_build(index)).retrieval["plan_fit"]
+    assert set(stored["grid"]) == set(planfit.LEXICAL_GRID)
+    assert stored["index_fingerprint"] == read_manifest(current_build(index)).fingerprint
+    assert built["retrieval"].startswith("retrieval: ")
+    assert "plan_fit" in built["timings_s"]
+    # An up-to-date build keeps its fit; a forced rebuild fits again, to the same entry.
+    again = json.loads(runner.invoke(main, args, catch_exceptions=False).output)
+    assert again["changed"] is False and "plan_fit" not in again["timings_s"]
+    forced = json.loads(runner.invoke(main, [*args, "--force"], catch_exceptions=False).output)
+    assert forced["changed"] is True and "plan_fit" in forced["timings_s"]
+    assert read_manifest(current_build(index)).retrieval["plan_fit"] == stored
+
+    plain = tmp_path / "plain"
+    args = ["ingest", str(REGPACK), "--index", str(plain), "--no-dense", "--no-tune", "--json"]
+    report = json.loads(runner.invoke(main, args, catch_exceptions=False).output)
+    assert report["retrieval"] is None and "plan_fit" not in report["timings_s"]
+    assert read_manifest(current_build(plain)).retrieval == {}
+    assert "never fitted" in describe_fit({}, DEFAULT_LEXICAL_PLAN)
+
+
 def test_a_small_corpus_keeps_the_built_in_plan_and_says_why(tmp_path: Path) -> None:
     index = tmp_path / "idx"
     ingest([write_small_corpus(tmp_path / "corpus")], index, dense=None)
@@ -201,8 +226,11 @@ def test_the_build_hook_never_fails_the_build(tmp_path: Path) -> None:
 
 
 def test_postgres_keeps_the_fit_in_its_manifest(pg_url: str) -> None:
-    ingest([REGPACK], pg_url, dense=None)
+    report = ingest([REGPACK], pg_url, dense=None, fit_plan=planfit.tune_plan)
+    assert report.plan_note.startswith("retrieval: ")
+    fitted_at_build = Engine.open(pg_url).manifest.retrieval["plan_fit"]
     entry = tune(pg_url)
+    assert entry == fitted_at_build
     engine = Engine.open(pg_url)
     assert engine.manifest.retrieval == {"plan_fit": entry}
     assert engine.default_retriever == (entry.get("plan") or DEFAULT_LEXICAL_PLAN)

@@ -87,6 +87,7 @@ class IngestReport:
     # set when the previous build's calibration could not be kept, and what fitting the
     # gate's floor to the new build found
     gate_note: str = ""
+    plan_note: str = ""  # what fitting the retrieval plan to the build chose, and why
     lexical_note: str = ""  # how the store searches BM25, where it has a choice
 
     @property
@@ -96,7 +97,7 @@ class IngestReport:
             f"{n.get('documents', 0)} documents, {n.get('sections', 0)} sections, "
             f"{n.get('chunks', 0)} chunks"
         )
-        note = f"; {self.gate_note}" if self.gate_note else ""
+        note = "".join(f"; {n}" for n in (self.plan_note, self.gate_note) if n)
         if not self.changed:
             return f"index at {self.index_dir} is up to date ({what}); nothing to do{note}"
         embedded = self.timings_s.get("embedded_chunks")
@@ -117,6 +118,7 @@ class IngestReport:
             "seconds": round(self.seconds, 4),
             "timings_s": {k: round(v, 4) for k, v in self.timings_s.items()},
             "lexical": self.lexical_note or None,
+            "retrieval": self.plan_note or None,
             "message": self.message,
         }
 
@@ -183,6 +185,7 @@ def ingest(
     follow_links: bool = False,
     ocr_budget: OcrBudget | None = None,
     fit_gate: Callable[[str], str] | None = None,
+    fit_plan: Callable[[str], str] | None = None,
 ) -> IngestReport:
     """Build (or confirm up to date) the index for `sources` at `index_dir`.
 
@@ -192,7 +195,9 @@ def ingest(
     unless it has its own); `follow_links` reads
     symbolic links in a corpus folder that point outside it (see `loaders.load`);
     `fit_gate` fits the gate to the build (`groundqa ingest` passes
-    `evaluate.selffit.self_fit`, which fits its floor). The embedder is loaded first,
+    `evaluate.selffit.self_fit`, which fits its floor), after `fit_plan` fits the
+    retrieval plan (`groundqa ingest` passes `evaluate.planfit.tune_plan`), since the
+    gate's features are read from what that plan retrieves. The embedder is loaded first,
     so a wrong model name fails before the corpus is read; a remote embedder that fails
     mid-build leaves the previous index current.
     """
@@ -242,6 +247,7 @@ def ingest(
                 embedder=embedder,
                 force=force,
                 fit_gate=fit_gate,
+                fit_plan=fit_plan,
             ),
             reporter,
             started,
@@ -262,6 +268,7 @@ def ingest_documents(
     force: bool = False,
     reporter: Reporter | None = None,
     fit_gate: Callable[[str], str] | None = None,
+    fit_plan: Callable[[str], str] | None = None,
 ) -> IngestReport:
     """Index Documents made elsewhere (not by `load`, and not validated here) at
     `index_dir`, as `ingest` indexes what it loads: the same chunking, indexes, manifest
@@ -282,6 +289,7 @@ def ingest_documents(
             embedder=embedder,
             force=force,
             fit_gate=fit_gate,
+            fit_plan=fit_plan,
         )
         return _build(target, build, reporter or NullReporter(), started, {})
     except KeyboardInterrupt:
@@ -316,6 +324,8 @@ class _Build:
     # Fits the gate to the build now current (index location -> a note for the report),
     # e.g. `evaluate.selffit.self_fit`; None: the gate is left as the build has it.
     fit_gate: Callable[[str], str] | None = None
+    # Fits the retrieval plan the same way (`evaluate.planfit.tune_plan`), before the gate.
+    fit_plan: Callable[[str], str] | None = None
 
 
 def _write_build(
@@ -430,29 +440,36 @@ def _build(
     started: float,
     timings: dict[str, float],
 ) -> IngestReport:
-    """`_write_build`, then `build.fit_gate` over the current build: after a new build,
-    or for one whose gate was never fitted, unless it is calibrated."""
+    """`_write_build`, then the fits over the build now current: `build.fit_plan` where
+    the build has no plan fit yet, and `build.fit_gate` after a new build or for one whose
+    gate was never fitted, unless it is calibrated."""
     report = _write_build(target, build, reporter, started, timings)
-    if build.fit_gate is None:
+    if build.fit_plan is None and build.fit_gate is None:
         return report
+    # Each fit is a query stage, run over the build now current through the engine as a
+    # user's questions will be asked of it; the build side only calls it.
+    plan_note, gate_notes = report.plan_note, [report.gate_note]
     with target.lock():
         manifest = target.current_manifest()
+    retrieval = manifest.retrieval if manifest is not None else {}
+    if build.fit_plan is not None and "plan_fit" not in retrieval:
+        t = time.perf_counter()
+        reporter.stage("fitting the retrieval plan")
+        plan_note = build.fit_plan(report.index_dir)
+        timings["plan_fit"] = time.perf_counter() - t
     gate = manifest.gate if manifest is not None else {}
-    if gate.get("calibrated"):
-        return report
-    if not report.changed and "self_fit" in gate:
-        return report
-    # The gate is a query stage, fitted over the build now current through the engine
-    # as a user's questions will be asked of it; the build side only calls it.
-    t = time.perf_counter()
-    reporter.stage("fitting the gate's floor")
-    note = build.fit_gate(report.index_dir)
-    timings["self_fit"] = time.perf_counter() - t
+    refit = report.changed or "self_fit" not in gate
+    if build.fit_gate is not None and not gate.get("calibrated") and refit:
+        t = time.perf_counter()
+        reporter.stage("fitting the gate's floor")
+        gate_notes.append(build.fit_gate(report.index_dir))
+        timings["self_fit"] = time.perf_counter() - t
     return replace(
         report,
         seconds=time.perf_counter() - started,
         timings_s=timings,
-        gate_note="; ".join(n for n in (report.gate_note, note) if n),
+        plan_note=plan_note,
+        gate_note="; ".join(n for n in gate_notes if n),
     )
 
 

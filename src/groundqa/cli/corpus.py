@@ -188,6 +188,12 @@ def validate(
     help="Keep the built-in gate's floor instead of fitting one on out-of-scope questions "
     "made for the new build.",
 )
+@click.option(
+    "--no-tune",
+    is_flag=True,
+    help="Keep the built-in retrieval plan instead of fitting one on questions made from "
+    "the corpus (`groundqa tune` fits it later).",
+)
 @click.option("--force", is_flag=True, help="Rebuild even when the corpus is unchanged.")
 @click.option("--json", "as_json", is_flag=True, help="Print the build report as JSON.")
 def ingest(
@@ -207,12 +213,14 @@ def ingest(
     max_chars: int,
     no_section_path: bool,
     no_self_fit: bool,
+    no_tune: bool,
     force: bool,
     as_json: bool,
 ) -> None:
     """Validate, chunk and index SOURCES into an index directory (atomically)."""
     from groundqa.chunking import ChunkerSettings
     from groundqa.embed import EmbedderOptions
+    from groundqa.evaluate.planfit import tune_plan
     from groundqa.evaluate.selffit import self_fit
     from groundqa.index.dense import DenseSettings
     from groundqa.ingestion import ingest as run_ingest
@@ -232,6 +240,7 @@ def ingest(
             ocr_budget=OcrBudget(ocr_budget, ocr_build_budget),
             follow_links=follow_links,
             fit_gate=None if no_self_fit else self_fit,
+            fit_plan=None if no_tune else tune_plan,
         )
     if as_json:
         emit_json(report.to_dict())
