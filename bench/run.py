@@ -29,6 +29,7 @@ import pdf_headings
 import pg_ann
 import pg_bm25
 import pipeline
+import planfit
 import postgres_eval
 import postgres_load
 import reader
@@ -50,6 +51,7 @@ def main() -> int:
     foundation.run()
     retrieval.run()
     dense.run()
+    planfit.run()  # after dense: it reuses dense's indexes
     regulatory.run()
     scope.run()
     followups.run()

@@ -306,6 +306,32 @@ def test_synthetic_probe_figures_are_its_results_file() -> None:
     quoted(text, "0.8 against 0.6 for", "0.6", features["real"]["answerable"]["coverage"])
 
 
+def test_plan_fit_figures_are_its_results_file() -> None:
+    text = " ".join(doc("pipeline/retrieve.md").split())
+    sets = results("planfit")["sets"]
+
+    def recall(name: str, pair: str) -> float:
+        return float(sets[name]["differences"][pair]["recall@10"]["mean"])
+
+    free = "free-grid plan - built-in plan"
+    assert all(
+        s["free_grid_fitted"] == "bm25+defs" for s in (sets["ObliQA dev"], sets["SciFact test"])
+    )
+    assert all(
+        sets[n]["differences"][free]["recall@10"]["real"] for n in ("ObliQA dev", "SciFact test")
+    )
+    quoted(text, "lost 0.019 and", "0.019", -recall("ObliQA dev", free))
+    quoted(text, "and 0.032 recall@10", "0.032", -recall("SciFact test", free))
+    assert all(s["fitted"] == s["builtin"] for s in sets.values()) and len(sets) == 6
+    quoted(text, "3.4 s on the example corpus", "3.4", sets["example corpus"]["fit_s"])
+    quoted(text, "beside its 16.4 s build", "16.4", sets["example corpus"]["build_s"])
+    quoted(text, "17.6 s on ObliQA dev", "17.6", sets["ObliQA dev"]["fit_s"])
+    quoted(text, "beside 1087 s", "1087", sets["ObliQA dev"]["build_s"])
+    quoted(text, "20.5 s on SciFact", "20.5", sets["SciFact test"]["fit_s"])
+    quoted(text, "beside 863 s", "863", sets["SciFact test"]["build_s"])
+    quoted(text, "it keeps there is 0.019", "0.019", recall("ObliQA dev", "built-in plan - bm25"))
+
+
 def test_hostile_file_figures_are_its_results_file() -> None:
     text = " ".join(doc("hardening.md").split())
     hostile = results("fuzz")["hostile"]
