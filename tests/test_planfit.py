@@ -128,6 +128,8 @@ def test_a_stored_fit_becomes_the_default_plan_and_a_named_one_overrides_it(
     summary = json.loads(inspected.output)["retrieval"]
     assert summary == describe_fit(manifest.retrieval, DEFAULT_DENSE_PLAN)
     assert "questions made from this corpus" in summary
+    # read back from the manifest, the line still names what the plans were ranked by
+    assert f"recall@10 {fitted['grid'][DEFAULT_DENSE_PLAN]['recall@10']:.3f}" in summary
 
     with live_server(engine, ServeSettings()) as url:
         health = httpx.get(f"{url}/health").json()

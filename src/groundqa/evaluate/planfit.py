@@ -190,7 +190,7 @@ def fit_plan(
         for plan, (r, n) in scores.items()
     }
     best = max(plans, key=lambda p: (figures[p][f"recall@{K}"], figures[p][f"ndcg@{K}"]))
-    entry = {**base, "probes": len(probes), "grid": figures, "best": best}
+    entry = {**base, "probes": len(probes), "metric": f"recall@{K}", "grid": figures, "best": best}
     if best == builtin:
         return {**entry, "kept": "no plan in the grid beat the built-in plan"}
     groups = [p.group or p.id for p in probes]

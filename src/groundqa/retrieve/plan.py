@@ -128,7 +128,7 @@ def describe_fit(retrieval: Mapping[str, Any], builtin: str) -> str:
     if "skipped" in fit:
         return f"the built-in plan {builtin}: {fit['skipped']}"
     grid = fit.get("grid", {})
-    metric = next(iter(next(iter(grid.values()), {})), "recall@10")
+    metric = str(fit.get("metric", "recall@10"))  # what the plans were ranked by
     builtin_figure = grid.get(builtin, {}).get(metric, 0.0)
     plan = fitted_plan(retrieval)
     if plan:
