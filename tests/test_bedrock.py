@@ -32,11 +32,10 @@ from groundqa.errors import GenerationError, UsageError
 from groundqa.generate import Evidence, Generation, GenerationSettings, get_generator
 from groundqa.generate import GeneratorOptions as Options
 from groundqa.generate.prompts import PROMPT_VERSION, SYSTEM_PROMPT
-from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.query import Turn
 from groundqa.text import Analyzer, PassageTerms
-from tests.conftest import REGPACK
+from tests.conftest import copy_index
 from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url, quote_source_1
 
 KEY_ID = "AKIDGROUNDQATEST"
@@ -331,9 +330,9 @@ def test_complete_fails_like_generate(serve: Callable[[Reply], FakeServer]) -> N
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+def engine(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Engine:
     index = tmp_path_factory.mktemp("regpack") / "idx"
-    ingest([REGPACK], index)
+    copy_index(regpack_build, index)
     return Engine.open(index)
 
 

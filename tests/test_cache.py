@@ -305,14 +305,13 @@ def test_redis_that_never_answers_costs_one_attempt_per_window() -> None:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
+def engine(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Any:
     pytest.importorskip("fastapi", reason="needs the serve extra: pip install -e '.[serve]'")
     from groundqa.engine import Engine
-    from groundqa.ingestion import ingest
-    from tests.conftest import REGPACK
+    from tests.conftest import copy_index
 
     index = tmp_path_factory.mktemp("cache-api") / "idx"
-    ingest([REGPACK], index)
+    copy_index(regpack_build, index)
     return Engine.open(index)
 
 

@@ -527,6 +527,7 @@ def test_the_default_gate_is_a_fresh_fit_on_the_example_corpus(calibrated: Calib
     assert default_gate.matches(calibrated_gate(stored))
 
 
+@pytest.mark.slow  # four minutes of fitting: in `make test-slow`, which CI runs
 def test_the_reader_default_gate_is_a_fresh_fit_on_training_data() -> None:
     need_shared("bench", "clapnq")
     need_shared("train", "policyqa")

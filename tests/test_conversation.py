@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -19,12 +20,11 @@ from groundqa.conversation import (
 )
 from groundqa.engine import Engine
 from groundqa.errors import GenerationError
-from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL
 from groundqa.providers import GeneratorOptions
 from groundqa.query import MAX_HISTORY_TURNS, Query, Turn
 from groundqa.text import Analyzer
-from tests.conftest import REGPACK
+from tests.conftest import copy_index
 from tests.fakes import FakeServer, Out, Reply, Seen
 
 SETBACK = "What is the minimum setback for a wind turbine from a dwelling in Northmere?"
@@ -35,9 +35,9 @@ TREES = "What trunk circumference makes a tree protected in Fennick City?"
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+def engine(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Engine:
     index = tmp_path_factory.mktemp("regpack") / "idx"
-    ingest([REGPACK], index)
+    copy_index(regpack_build, index)
     return Engine.open(index)
 
 

@@ -17,9 +17,13 @@ import pytest
 
 from tests import crashkit
 
-pytestmark = pytest.mark.skipif(
-    not crashkit.have_strace(), reason="strace is not installed (.ci/run installs it)"
-)
+# Minutes of killed builds: in `make test-slow`, which CI runs after `make test`.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not crashkit.have_strace(), reason="strace is not installed (.ci/run installs it)"
+    ),
+]
 
 
 @pytest.fixture(scope="module")

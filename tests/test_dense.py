@@ -22,7 +22,7 @@ from groundqa.errors import EmbeddingError, IndexCorruptError, UsageError
 from groundqa.index.dense import HNSW, VECTORS, DenseSettings, VectorIndex
 from groundqa.index.manifest import current_build
 from groundqa.ingestion import ingest
-from tests.conftest import REGPACK, write_small_corpus
+from tests.conftest import REGPACK, copy_index, write_small_corpus
 from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url
 
 # --- a local embedding server --------------------------------------------------------------
@@ -99,9 +99,9 @@ def test_hnsw_is_built_past_the_threshold_and_finds_the_exact_neighbours(tmp_pat
 
 
 @pytest.fixture(scope="module")
-def regpack_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def regpack_index(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Path:
     index = tmp_path_factory.mktemp("dense") / "idx"
-    ingest([REGPACK], index)
+    copy_index(regpack_build, index)
     return index
 
 

@@ -3,7 +3,6 @@ every bad input one BLOCK finding, and the real Coventry "Call for Sites" form."
 
 from __future__ import annotations
 
-import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -434,10 +433,7 @@ def test_broken_word_part_is_a_finding_not_an_exception(tmp_path: Path) -> None:
 
 def test_real_call_for_sites_form() -> None:
     path = need_shared("corpora", "real_docs", "coventry_call_for_sites_pro_forma.docx")
-    started = time.perf_counter()
     document = only(load_docx(path))
-    elapsed = time.perf_counter() - started
-    assert elapsed < 5
     # No heading styles: the large opening line is the title, the numbered title rows of
     # the tables and a bold paragraph are the sections (9 and 10 are questions, too long
     # for headings, and stay text).

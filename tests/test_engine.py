@@ -18,13 +18,13 @@ from groundqa.index.base import Store
 from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer
 from groundqa.query import Query
-from tests.conftest import REGPACK
+from tests.conftest import copy_index
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+def engine(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Engine:
     index = tmp_path_factory.mktemp("regpack") / "idx"
-    ingest([REGPACK], index)
+    copy_index(regpack_build, index)
     return Engine.open(index)
 
 

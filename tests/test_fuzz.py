@@ -42,11 +42,10 @@ from hypothesis import strategies as st
 from groundqa.engine import Engine
 from groundqa.errors import GroundqaError
 from groundqa.evaluate.probes import load_probes
-from groundqa.ingestion import ingest
 from groundqa.loaders import load
 from groundqa.loaders.csv import ROLES
 from groundqa.models import Document, Finding
-from tests.conftest import REGPACK
+from tests.conftest import copy_index
 from tests.pdfgen import _assemble, write_pages
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -515,10 +514,10 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+def engine(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Engine:
     """One small real index, the example corpus, for every question."""
     index = tmp_path_factory.mktemp("fuzz-index") / "idx"
-    ingest([REGPACK], index)
+    copy_index(regpack_build, index)
     return Engine.open(index)
 
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,11 +30,10 @@ from groundqa.generate import Evidence, Generation, GenerationSettings, get_gene
 from groundqa.generate import GeneratorOptions as Options
 from groundqa.generate.llm import finish
 from groundqa.generate.prompts import PROMPT_VERSION
-from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.providers import ollama_host
 from groundqa.text import Analyzer, PassageTerms
-from tests.conftest import REGPACK
+from tests.conftest import copy_index
 from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url, quote_source_1
 
 SECRET = "sk-test-DO-NOT-LEAK-4242"
@@ -783,9 +783,9 @@ def test_the_backends_load_lazily() -> None:
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+def engine(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Engine:
     index = tmp_path_factory.mktemp("regpack") / "idx"
-    ingest([REGPACK], index)
+    copy_index(regpack_build, index)
     return Engine.open(index)
 
 

@@ -30,12 +30,11 @@ from groundqa import registry
 from groundqa.errors import UsageError
 from groundqa.exposure import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS
 from groundqa.generate import Evidence, Generation
-from groundqa.ingestion import ingest
 from groundqa.mcp import create_server
 from groundqa.mcp.results import MAX_SOURCE_CHARS
 from groundqa.providers import GeneratorOptions
 from groundqa.query import check_k, check_question
-from tests.conftest import REGPACK, REGPACK_PROBES
+from tests.conftest import REGPACK_PROBES, copy_index
 from tests.fakes import FakeServer, Out, Reply, Seen
 
 EXE = [sys.executable, "-m", "groundqa.cli"]
@@ -70,10 +69,10 @@ def cli_error(*args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def index(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Path:
     """A full build of the example corpus (BM25 and vectors), as `groundqa ingest` makes it."""
     path = tmp_path_factory.mktemp("mcp") / "idx"
-    ingest([REGPACK], path)
+    copy_index(regpack_build, path)
     return path
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -431,10 +430,7 @@ def test_a_folder_of_markdown_and_pdf_loads_both(tmp_path: Path) -> None:
 
 def test_two_thousand_pages_load_with_every_page(tmp_path: Path) -> None:
     path = write_pages(tmp_path / "register.pdf", 2000)
-    started = time.perf_counter()
     (doc,), findings = load_pdf(path)
-    seconds = time.perf_counter() - started
-    assert seconds < 30, seconds
     pages = [p for s in doc.sections for _, p in s.page_starts]
     assert pages == list(range(1, 2001))
     assert _only(findings, "pdf-furniture").excerpt.startswith(

@@ -23,7 +23,7 @@ from groundqa.index.manifest import current_build, read_manifest
 from groundqa.ingestion import ingest
 from groundqa.retrieve import DEFAULT_DENSE_PLAN, DEFAULT_LEXICAL_PLAN, describe_fit
 from groundqa.serve.settings import ServeSettings
-from tests.conftest import REGPACK, write_small_corpus
+from tests.conftest import REGPACK, copy_index, write_small_corpus
 from tests.test_api import live_server
 
 # ---------------------------------------------------------------- the interval
@@ -57,9 +57,9 @@ def test_the_interval_is_the_same_under_the_same_seed() -> None:
 
 
 @pytest.fixture(scope="module")
-def dense_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def dense_index(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Path:
     index = tmp_path_factory.mktemp("planfit") / "idx"
-    ingest([REGPACK], index)
+    copy_index(regpack_build, index)
     return index
 
 

@@ -34,6 +34,8 @@ from tests.test_cli import one_error_line
 psycopg = pytest.importorskip(
     "psycopg", reason="PostgreSQL tests need pip install -e '.[postgres]'"
 )
+# A database server killed and restarted, twice: in `make test-slow`, which CI runs.
+pytestmark = pytest.mark.slow
 GROUNDQA = [sys.executable, "-m", "groundqa.cli"]
 QUESTION = {"question": "What is the turbine setback from a dwelling in Northmere?"}
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from groundqa.models import REFUSAL
-from tests.conftest import REGPACK, widen_the_band
+from tests.conftest import REGPACK, copy_index, widen_the_band
 
 CHROMIUM = Path("/usr/bin/chromium")
 if not CHROMIUM.exists():
@@ -120,9 +120,9 @@ def _serve(engine: Engine, settings: ServeSettings) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def regpack_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+def regpack_engine(tmp_path_factory: pytest.TempPathFactory, regpack_build: Path) -> Engine:
     index = tmp_path_factory.mktemp("web") / "index"
-    ingest([REGPACK], index)
+    copy_index(regpack_build, index)
     return Engine.open(index)
 
 
