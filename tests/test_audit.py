@@ -328,6 +328,7 @@ def _flagged(engine: Engine, questions: list[str]) -> list[tuple[str, str, objec
     return flagged
 
 
+@pytest.mark.slow  # in `make test-slow`, which CI runs
 @pytest.mark.shared
 @pytest.mark.parametrize("corpus", ["natech", "city_guides"])
 def test_no_extractive_answer_on_the_shared_corpora_is_flagged(corpus: str, tmp_path: Path) -> None:

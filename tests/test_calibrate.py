@@ -541,6 +541,7 @@ def test_the_reader_default_gate_is_a_fresh_fit_on_training_data() -> None:
     assert default_gate.matches(fitted, DEFAULT_READER_GATE)
 
 
+@pytest.mark.slow  # in `make test-slow`, which CI runs
 def test_calibrating_with_the_answer_model_weighs_its_features(pristine: Path) -> None:
     engine = Engine.open(pristine, reader="model")
     assert engine.gate is DEFAULT_READER_GATE

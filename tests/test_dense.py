@@ -332,6 +332,7 @@ def test_defs_lifts_the_passage_that_defines_the_term(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # in `make test-slow`, which CI runs
 def test_an_edit_embeds_only_the_changed_chunks_and_answers_as_a_fresh_build(
     tmp_path: Path,
 ) -> None:

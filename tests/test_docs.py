@@ -70,6 +70,7 @@ def quoted(text: str, phrase: str, number: str, value: float) -> None:
 # ------------------------------------------------------------ figures re-run or read back
 
 
+@pytest.mark.slow  # in `make test-slow`, which CI runs
 def test_example_corpus_figures(tmp_path: Path) -> None:
     # as `groundqa ingest` builds it
     ingest([REGPACK], tmp_path / "idx", fit_gate=self_fit, fit_plan=tune_plan)

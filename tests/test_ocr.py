@@ -290,6 +290,7 @@ def test_cli_validate_reads_an_image_only_pdf_by_default(tmp_path: Path) -> None
     assert [f["check"] for f in result["findings"]] == ["pdf-ocr"]
 
 
+@pytest.mark.slow  # in `make test-slow`, which CI runs
 @pytest.mark.shared
 @needs_tesseract
 def test_the_coventry_scan_is_read_on_all_four_pages() -> None:

@@ -237,6 +237,7 @@ def test_real_federal_register_rule_headings_from_its_type() -> None:
     assert "Stabilizer wiring change" in costs.text
 
 
+@pytest.mark.slow  # in `make test-slow`, which CI runs
 def test_real_table_captions_head_their_tables() -> None:
     doc = _real("uk_mhclg_draft_nppf_dec2025.pdf")
     tables = {s.heading: s for s in doc.sections if s.heading.startswith("Table ")}

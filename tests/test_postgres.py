@@ -35,7 +35,7 @@ from groundqa.index.dense import pg_search_width
 from groundqa.ingestion import ingest
 from groundqa.serve import ServeSettings
 from groundqa.text import DEFAULT_ANALYZER
-from tests.conftest import REGPACK, REGPACK_PROBES, pg_database_url
+from tests.conftest import REGPACK, REGPACK_PROBES, copy_index, pg_database_url
 from tests.test_api import _free_port, _wait_for_health, keep_asking_through, live_server
 from tests.test_cli import one_error_line
 
@@ -86,11 +86,13 @@ def module_db(server_kind: str, request: pytest.FixtureRequest) -> Iterator[str]
 
 @pytest.fixture(scope="module")
 def pair(
-    module_db: str, tmp_path_factory: pytest.TempPathFactory, server_kind: str
+    module_db: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    server_kind: str,
+    regpack_build: Path,
 ) -> Iterator[tuple[Engine, Engine]]:
     """The example corpus in an index directory and in PostgreSQL, MiniLM vectors in both."""
-    folder = tmp_path_factory.mktemp("pgpair") / "idx"
-    ingest([REGPACK], folder)
+    folder = copy_index(regpack_build, tmp_path_factory.mktemp("pgpair") / "idx")
     report = ingest([REGPACK], module_db)
     local, shared = Engine.open(folder), Engine.open(module_db)
     assert shared.store.lexical_engine["engine"] == server_kind
@@ -310,6 +312,7 @@ def _copy_corpus(tmp_path: Path) -> Path:
     return corpus
 
 
+@pytest.mark.slow  # in `make test-slow`, which CI runs
 def test_an_update_copies_unchanged_documents_and_embeds_only_new_text(
     pg_url: str, tmp_path: Path
 ) -> None:
