@@ -259,6 +259,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             *REGPACK,
         ),
     ),
+    "tuned_embedder": Benchmark(
+        "MiniLM tuned to each corpus on questions made from its text, against the packaged one",
+        "bench/tuned_embedder.py",
+        (*ASK, *EMBED, *EVALUATE, "bench/planfit.py", "bench/synthetic.py", "bench/dense.py"),
+    ),
     "serve_load": Benchmark(
         "Serving: load from a second process on 127.0.0.1",
         "bench/serve_load.py",
