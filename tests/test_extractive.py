@@ -8,13 +8,24 @@ number; see `read`).
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import replace
+from pathlib import Path
 
-from groundqa.generate import Evidence, Generation
+import pytest
+from click.testing import CliRunner
+
+from groundqa.cli import main
+from groundqa.engine import Engine
+from groundqa.errors import UsageError
+from groundqa.generate import Evidence, Generation, get_generator
 from groundqa.generate.extractive import ExtractiveGenerator
+from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Chunk, Hit
 from groundqa.read import Reader, Reading, Sentence
 from groundqa.text import Analyzer, PassageTerms
+from tests.conftest import REGPACK
 
 ANALYZER = Analyzer()
 WHEN = "What time does the smokehouse open?"  # topic: time, smokehous, open
@@ -37,9 +48,15 @@ OPENING = (
 )
 
 
+# The default: every sentence within `keep_ratio` of the best, whatever it adds.
+EVERY_CLOSE = ExtractiveGenerator()
+# `extractive:concise`: a further sentence only for what the quoted ones leave out.
+CONCISE = ExtractiveGenerator(concise=True)
+
+
 def test_the_best_sentences_are_quoted_and_numbered_by_first_use() -> None:
     # All three score at least 0.75 x 0.942 = 0.706: best first, passages numbered as used.
-    got = ExtractiveGenerator().generate(_evidence(WHEN, *OPENING))
+    got = EVERY_CLOSE.generate(_evidence(WHEN, *OPENING))
     assert not got.refused and got.reason == ""
     assert got.text == (
         "The smokehouse opens at 7am daily. [1] The smokehouse opens at 9am on Sundays. [2] "
@@ -53,11 +70,44 @@ def test_the_best_sentences_are_quoted_and_numbered_by_first_use() -> None:
 
 
 def test_max_sentences_and_keep_ratio_bound_the_answer() -> None:
-    two = ExtractiveGenerator(max_sentences=2).generate(_evidence(WHEN, *OPENING))
+    two = replace(EVERY_CLOSE, max_sentences=2).generate(_evidence(WHEN, *OPENING))
     assert [c.chunk_id for c in two.citations] == ["c2", "c3"]
     # 0.8 x 0.942 = 0.753: the 0.717 sentence without a time is left out
-    close = ExtractiveGenerator(keep_ratio=0.8).generate(_evidence(WHEN, *OPENING))
+    close = replace(EVERY_CLOSE, keep_ratio=0.8).generate(_evidence(WHEN, *OPENING))
     assert close.text.endswith("on Sundays. [2]") and len(close.citations) == 2
+
+
+def test_a_sentence_that_only_repeats_the_quoted_topic_is_not_quoted() -> None:
+    # All three hold the same topic words (smokehous, open); the best (0.942) is quoted
+    # alone: the 0.933 one is no tie, and the others add no word of the question.
+    got = CONCISE.generate(_evidence(WHEN, *OPENING))
+    assert got.text == "The smokehouse opens at 7am daily. [1]"
+    assert [c.chunk_id for c in got.citations] == ["c2"]
+
+
+def test_a_sentence_for_another_part_of_the_question_is_quoted() -> None:
+    # topic: time, smokehous, bakeri, open. Best: the smokehouse at 7am (2/4 + 0.25 +
+    # 0.05 = 0.80); the bakery (2/4 + 0.25 + 0.025 = 0.775) adds "bakeri"; the smokehouse
+    # on Sundays (0.767) adds nothing the two quoted do not hold.
+    question = "What time do the smokehouse and the bakery open?"
+    got = CONCISE.generate(_evidence(question, OPENING[1], "The bakery opens at 6am.", OPENING[2]))
+    assert got.text == "The smokehouse opens at 7am daily. [1] The bakery opens at 6am. [2]"
+
+
+def test_sentences_the_reader_cannot_tell_apart_are_quoted_together() -> None:
+    # One passage, two sentences of the same score (same topic words, both a time): a tie.
+    text = "The smokehouse opens at 7am daily. The smokehouse opens at 9am on Sundays."
+    tied = CONCISE.generate(_evidence(WHEN, text))
+    assert tied.text.count("[1]") == 2
+    untied = replace(CONCISE, quote_ties=False).generate(_evidence(WHEN, text))
+    assert untied.text == "The smokehouse opens at 7am daily. [1]"
+
+
+def test_the_concise_mode_is_named_in_the_generator_spec() -> None:
+    assert get_generator("extractive") == EVERY_CLOSE
+    assert get_generator("extractive:concise") == CONCISE
+    with pytest.raises(UsageError, match="unknown extractive mode 'brief'"):
+        get_generator("extractive:brief")
 
 
 def test_the_same_sentence_in_two_passages_is_quoted_once() -> None:
@@ -126,7 +176,7 @@ def test_a_reading_given_with_the_evidence_is_quoted_not_made_again() -> None:
 
 
 def test_stream_yields_one_piece_per_cited_sentence_then_the_generation() -> None:
-    items = list(ExtractiveGenerator().stream(_evidence(WHEN, *OPENING)))
+    items = list(EVERY_CLOSE.stream(_evidence(WHEN, *OPENING)))
     *pieces, last = items
     assert isinstance(last, Generation)
     assert pieces == [
@@ -138,3 +188,37 @@ def test_stream_yields_one_piece_per_cited_sentence_then_the_generation() -> Non
     refusal = list(ExtractiveGenerator().stream(_evidence(WHEN, "Nothing on ferries.")))
     assert refusal[0] == REFUSAL and isinstance(refusal[1], Generation) and refusal[1].refused
     assert len(refusal) == 2
+
+
+OFFSET = "What offset ratio applies when clearing high conservation value vegetation in Northmere?"
+
+
+@pytest.fixture(scope="module")
+def regpack(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    index = tmp_path_factory.mktemp("extractive") / "index"
+    ingest([REGPACK], index, dense=None)
+    return index
+
+
+def test_ask_quotes_concisely_when_asked_to(regpack: Path) -> None:
+    engine = Engine.open(regpack, reader="lexical")
+    full = engine.ask(OFFSET)
+    concise = engine.ask(OFFSET, generator="extractive:concise")
+    sentences = re.split(r"(?<=\]) ", full.answer)
+    # The default quotes three: the 2:1 ratio (offset, ratio, clear, veget), the HCV
+    # definition (high, conserv, valu), and "For HCV vegetation the ratio is 4:1.", whose
+    # words the first two already hold, so the concise answer leaves it out.
+    assert len(sentences) == 3 and sentences[2] == "For HCV vegetation the ratio is 4:1. [1]"
+    assert concise.answer == " ".join(sentences[:2])
+    assert concise.outcome == full.outcome == "confident"
+    runner = CliRunner()
+    got = runner.invoke(
+        main,
+        ["ask", "--index", str(regpack), "--generator", "extractive:concise", "--json", OFFSET],
+    )
+    assert got.exit_code == 0, got.output
+    assert json.loads(got.output)["answer"] == concise.answer
+    bad = runner.invoke(
+        main, ["ask", "--index", str(regpack), "--generator", "extractive:x", OFFSET]
+    )
+    assert bad.exit_code == 2 and "unknown extractive mode 'x'" in bad.output

@@ -153,7 +153,9 @@ GENERATOR_OPTIONS = [
         "--generator",
         default="extractive",
         show_default=True,
-        help="extractive, ollama:MODEL, openai:MODEL, anthropic:MODEL, bedrock:MODEL_ID or gguf:PATH.",
+        help="extractive, extractive:concise (a further sentence only for a part of the "
+        "question the first leaves out), ollama:MODEL, openai:MODEL, anthropic:MODEL, "
+        "bedrock:MODEL_ID or gguf:PATH.",
     ),
     click.option(
         "--generator-url",

@@ -70,7 +70,7 @@ from groundqa.errors import UsageError
     default="extractive",
     show_default=True,
     help="The generator for requests that name none (a chat front-end cannot): extractive, "
-    "ollama:MODEL, openai:MODEL, anthropic:MODEL, bedrock:MODEL_ID or gguf:PATH. A request "
+    "extractive:concise, ollama:MODEL, openai:MODEL, anthropic:MODEL, bedrock:MODEL_ID or gguf:PATH. A request "
     "may name only this one and those of --allow-generator.",
 )
 @click.option(

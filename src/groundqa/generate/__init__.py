@@ -1,7 +1,7 @@
 """Generators turn retrieved passages into an answer with `[n]` citations.
 
 One small protocol; the config string that names a backend (`extractive`, the
-offline default, `ollama:MODEL`, `openai:MODEL`, `anthropic:MODEL`,
+offline default, or `extractive:concise`, `ollama:MODEL`, `openai:MODEL`, `anthropic:MODEL`,
 `bedrock:MODEL_ID`, `gguf:PATH`) resolves through `groundqa.registry`, where
 built-in backends are entries like optional ones, imported only when asked for.
 A generator may refuse; it must never cite a passage it was not given (the audit
@@ -23,6 +23,7 @@ from typing import Protocol
 
 from groundqa import registry
 from groundqa.clauses import clause_ref
+from groundqa.errors import UsageError
 from groundqa.intent import GenerationSettings
 from groundqa.models import Citation, Hit
 from groundqa.providers import GeneratorOptions
@@ -88,10 +89,15 @@ def get_generator(spec: str, options: GeneratorOptions | None = None) -> Generat
 
 
 def extractive_generator(arg: str, options: GeneratorOptions) -> Generator:
-    """The `extractive` entry of the registry: no model, no settings."""
+    """The `extractive` entry of the registry: no model; `extractive:concise` quotes a
+    further sentence only for what the quoted ones leave out (see `generate.extractive`)."""
     from groundqa.generate.extractive import ExtractiveGenerator
 
-    return ExtractiveGenerator()
+    if arg not in ("", "concise"):
+        raise UsageError(
+            f"unknown extractive mode {arg!r}: use `extractive` or `extractive:concise`"
+        )
+    return ExtractiveGenerator(concise=arg == "concise")
 
 
 def cite(n: int, hit: Hit, snippet: str) -> Citation:

@@ -9,7 +9,14 @@ the passages (the default), it quotes the sentences the model scores as answerin
 best first, at most `model_sentences` of them, and declines when none reaches
 `min_answer`. Without the model it quotes the sentences that cover most of the
 question's topic, the one carrying the kind of fact asked for first, and refuses
-when no sentence covers enough of the question.
+when no sentence covers enough of the question. It quotes the best sentence (with the
+one after it when that holds the kind of fact asked for and the best does not) and the
+sentences scoring within `keep_ratio` of it. `extractive:concise` quotes a further
+sentence only where it holds a word of the question's topic that none of those quoted
+holds (a second part of the question, not a rewording of the first answer), or where it
+ties with the best, so that the reader could not choose between them. It is not the
+default: word coverage often ranks the sentence that names the topic above the one that
+answers, and the runners-up it cuts are where the answer then is (bench/concise.py).
 """
 
 from __future__ import annotations
@@ -23,6 +30,9 @@ from groundqa.models import REFUSAL, Citation, Hit
 from groundqa.read import Reader, Reading, Sentence, wanted
 from groundqa.read.model import MIN_ANSWER
 
+# Scores closer than this to the best are the reader's tie: it cannot choose between them.
+TIE = 1e-9
+
 
 @dataclass(frozen=True)
 class ExtractiveGenerator:
@@ -35,6 +45,11 @@ class ExtractiveGenerator:
     min_answer: float = MIN_ANSWER
     model_sentences: int = 2
     answer_ratio: float = 0.8
+    # `extractive:concise`: quote a further sentence only for a topic word the quoted ones
+    # lack, or a tie with the best (False, the default: any sentence within `keep_ratio`
+    # of the best, up to `max_sentences`).
+    concise: bool = False
+    quote_ties: bool = True  # with `concise`: quote the sentences tied with the best too
 
     name = "extractive"
     streams = False
@@ -78,12 +93,22 @@ class ExtractiveGenerator:
             follow = reading.following(best)
             if follow is not None and follow.holds:
                 chosen.append(follow)
+        quoted = {t for c in chosen for t in c.topic}
         for cand in ranked[1:]:
             if len(chosen) >= self.max_sentences or cand.score < self.keep_ratio * best.score:
                 break
+            # Concise: a further sentence is quoted for a part of the question the
+            # quoted ones leave out (a topic word none of them holds), or where the
+            # reader cannot tell it from the best (the same score: their passage's title
+            # holds the topic, and neither adds to it), never because it scores nearly
+            # as well by repeating what the quoted ones already say.
+            tied = self.quote_ties and cand.score >= best.score - TIE
+            if self.concise and not tied and not set(cand.topic) - quoted:
+                continue
             if any(cand.text == c.text for c in chosen):
                 continue
             chosen.append(cand)
+            quoted.update(cand.topic)
         return _quoted(evidence, chosen)
 
     def _answered(self, evidence: Evidence, ranked: list[Sentence]) -> Generation:

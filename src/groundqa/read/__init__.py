@@ -210,13 +210,15 @@ class Sentence:
     score: float
     holds: bool  # it carries the fact the reader ranks first (`preferred`)
     answer: float | None = None  # the answer model's P(it answers); None: not scored
+    # The question's topic terms in the sentence's own words (its context aside), sorted.
+    topic: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "topic": list(self.topic)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Sentence:
-        return cls(**d)
+        return cls(**{**d, "topic": tuple(d.get("topic", ()))})
 
 
 @dataclass(frozen=True)
@@ -358,7 +360,9 @@ class Reader:
                 cov = coverage(weights, terms | context | asked)
                 has = holds(best_kind, text)
                 bonus = self.type_bonus if has else 0.0
-                sentences.append(Sentence(i, pos, text, cov, cov + bonus + 0.05 / (i + 1), has))
+                own = tuple(sorted(terms & topic))
+                score = cov + bonus + 0.05 / (i + 1)
+                sentences.append(Sentence(i, pos, text, cov, score, has, topic=own))
         if model is not None:
             sentences = self._scored(model, question, hits, sentences[: self.model_sentences])
         reading = Reading(tuple(sentences), bool(kinds), False, passages, untrained)
