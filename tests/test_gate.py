@@ -28,6 +28,7 @@ from groundqa.gate import (
     gate_features,
     gate_for,
 )
+from groundqa.gate.features import FEATURES_VERSION, specificity
 from groundqa.gate.model import Logistic, floor_for
 from groundqa.models import Chunk, GateDecision, Hit
 from groundqa.query import Query
@@ -72,6 +73,52 @@ def test_features_on_hand_made_inputs() -> None:
         "type_missing": 1.0,
     }
     assert set(got) == set(LEXICAL_FEATURES)
+
+
+def test_a_question_that_says_little_counts_its_coverage_in_part() -> None:
+    # In 100 chunks a word held by one has idf ln(1 + 99.5 / 1.5) = 4.2097; two such words
+    # say 8.4195. The topic words' idf adds up to 4: specificity 4 / 8.4195 = 0.4751, and
+    # every coverage counts for that part of itself.
+    says = 4 / (2 * math.log(1 + 99.5 / 1.5))
+    assert (
+        specificity(WEIGHTS, chunks=100) == pytest.approx(says) == pytest.approx(0.4751, abs=1e-4)
+    )
+    got = features(WEIGHTS, set(), PASSAGES, LEXICAL, 20.0, _read(0.6), chunks=100)
+    assert got["coverage"] == round(says * 0.75, 6)
+    assert got["coverage_top1"] == round(says * 0.5, 6)
+    assert got["sentence_coverage"] == round(says * 0.6, 6)
+    assert got["bm25_top"] == 0.4 and got["unknown_share"] == 0.0  # not weighed
+    # Words that say as much as two such words count in full (in 4 chunks a unique word
+    # has idf ln(1 + 3.5 / 1.5) = 1.204: 4 > 2.41); so does any question in an index
+    # under 30 chunks, or of unknown size, whose idfs say too little.
+    assert specificity({"a": 2.5}, chunks=4) == 1.0
+    assert specificity(WEIGHTS, chunks=29) == 1.0
+    assert specificity(WEIGHTS, chunks=0) == 1.0
+    assert specificity({}, chunks=100) == 0.0
+    full = features(WEIGHTS, set(), PASSAGES, LEXICAL, 20.0, _read(0.6), chunks=29)
+    assert full["coverage"] == 0.75 and full["sentence_coverage"] == 0.6
+
+
+def test_gate_features_weigh_by_the_size_of_the_index() -> None:
+    hit = Hit(Chunk("c1", "d.md", "d.md#s", "T", (), "text", "d.md"), 1.0, 1)
+    retrieval = Retrieval(
+        query=Query("What about the fees?"),
+        plan="bm25",
+        text="fees",
+        hits=(hit,),
+        lexical=((0, 3.0),),
+        dense=None,
+        weights={"fee": 2.0},
+        unknown=frozenset(),
+        bm25_ceiling=6.0,
+        chunks=100,
+    )
+    reading = Reading((Sentence(0, 0, "A fee is due.", 1.0, 1.0, False),), passage_terms=({"fee"},))
+    got = gate_features(retrieval, reading)
+    # 2 / 8.4195 = 0.2375 of a full coverage, where it was 1.0 before
+    weighed = round(2 / (2 * math.log(1 + 99.5 / 1.5)), 6)
+    assert got["coverage"] == got["coverage_top1"] == got["sentence_coverage"] == weighed
+    assert Retrieval.from_dict(retrieval.to_dict()).chunks == 100
 
 
 def test_dense_features_and_agreement() -> None:
@@ -173,15 +220,15 @@ def test_default_gate_reads_every_lexical_feature() -> None:
     neutral = DEFAULT_GATE.decide({"t": 1.0}, at_mean)
     assert set(neutral.factors) == set(LEXICAL_FEATURES)
     assert set(neutral.factors.values()) == {0.0}  # an average probe: no push either way
-    # the intercept alone: 1 / (1 + e^-0.770920) = 0.68372, above the threshold 0.400
-    assert neutral.score == 0.6837 and neutral.answer
+    # the intercept alone: 1 / (1 + e^-0.747787) = 0.67870, above the threshold 0.383
+    assert neutral.score == 0.6787 and neutral.answer
     for i, name in enumerate(DEFAULT_MODEL.names):
         # one scale above its mean, a feature pushes by exactly its coefficient
         up = {**at_mean, name: DEFAULT_MODEL.mean[i] + DEFAULT_MODEL.scale[i]}
         assert DEFAULT_GATE.decide({"t": 1.0}, up).factors[name] == round(DEFAULT_MODEL.coef[i], 4)
-    # coverage_top1 one scale up: logit 0.770920 + 1.363217 = 2.134137, p = 0.89418
-    top1 = {**at_mean, "coverage_top1": 0.555142 + 0.276084}
-    assert DEFAULT_GATE.decide({"t": 1.0}, top1).score == 0.8942
+    # coverage_top1 one scale up: logit 0.747787 + 1.289801 = 2.037588, p = 0.88467
+    top1 = {**at_mean, "coverage_top1": 0.548247 + 0.269360}
+    assert DEFAULT_GATE.decide({"t": 1.0}, top1).score == 0.8847
 
 
 def test_describe_says_which_gate_is_in_use() -> None:
@@ -274,6 +321,7 @@ def _stored(fingerprint: str = "F" * 64) -> dict[str, object]:
         **Gate(ONE, 0.3, calibrated=True).to_dict(),
         "index_fingerprint": fingerprint,
         "probe_fingerprint": "p" * 16,
+        "features": FEATURES_VERSION,
     }
 
 
@@ -281,7 +329,11 @@ def test_gate_for_uses_a_calibration_made_for_this_index() -> None:
     gate = gate_for(_stored(), "F" * 64)
     assert gate.calibrated and gate.kind == "calibrated-logistic" and gate.note == ""
     assert gate.model == ONE and gate.threshold == 0.3
-    assert gate.info == {"index_fingerprint": "F" * 64, "probe_fingerprint": "p" * 16}
+    assert gate.info == {
+        "index_fingerprint": "F" * 64,
+        "probe_fingerprint": "p" * 16,
+        "features": FEATURES_VERSION,
+    }
     assert gate.to_dict() == _stored()
 
 
@@ -298,6 +350,25 @@ def test_gate_for_picks_the_default_for_the_engines_reader() -> None:
     assert gate_for(reads, "F" * 64, reader=True).calibrated
     without = gate_for(reads, "F" * 64)
     assert without.model == DEFAULT_MODEL and "does not run" in without.note
+
+
+def test_gate_for_sets_aside_a_gate_fitted_on_earlier_features() -> None:
+    # Fitted before the coverages were weighed by specificity (no `features`): its
+    # threshold was set on numbers that no longer mean the same.
+    earlier = {k: v for k, v in _stored().items() if k != "features"}
+    gate = gate_for(earlier, "F" * 64)
+    assert not gate.calibrated and gate.model == DEFAULT_MODEL
+    assert gate.note == (
+        "the stored calibration was fitted on an earlier version of the gate's features; "
+        "using the default gate: run `groundqa calibrate` again"
+    )
+    # An index's own floor, fitted by an earlier version: the built-in floor until the
+    # next ingest fits it again.
+    entry = {"index_fingerprint": "F" * 64, "floor": 0.2, "questions": 50}
+    stale = gate_for({"self_fit": entry}, "F" * 64)
+    assert stale.floor == DEFAULT_FLOOR and "fits it again" in stale.note
+    fresh = gate_for({"self_fit": {**entry, "features": FEATURES_VERSION}}, "F" * 64)
+    assert fresh.floor == 0.2 and fresh.note == ""
 
 
 def test_gate_for_sets_aside_what_it_cannot_use() -> None:

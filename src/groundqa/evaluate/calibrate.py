@@ -44,6 +44,7 @@ from groundqa.gate import (
     Gate,
     calibrated_gate,
 )
+from groundqa.gate.features import FEATURES_VERSION
 from groundqa.gate.model import (
     DEFAULT_FOLDS,
     DEFAULT_TARGET,
@@ -318,6 +319,7 @@ def fit_report(
     stored = {
         **(info or {}),
         "probe_fingerprint": probes_fingerprint(data.probes),
+        "features": FEATURES_VERSION,
         "target_false_refusal": target,
         "probes": {"answerable": answerable, "unanswerable": len(y) - answerable},
         "folds": cv.folds,

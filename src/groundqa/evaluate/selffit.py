@@ -28,6 +28,7 @@ import numpy as np
 from groundqa.engine import Engine
 from groundqa.evaluate.synthetic import out_of_scope_questions
 from groundqa.gate import DEFAULT_GATE, gate_features
+from groundqa.gate.features import FEATURES_VERSION
 from groundqa.gate.model import floor_for
 from groundqa.index.open import set_gate
 from groundqa.retrieve import Retrieval
@@ -55,6 +56,7 @@ def fit_floor(engine: Engine, n: int = QUESTIONS) -> dict[str, Any]:
         "method": METHOD,
         "seed": SEED,
         "index_fingerprint": engine.manifest.fingerprint,
+        "features": FEATURES_VERSION,
     }
     if chunks < MIN_CHUNKS:
         return {

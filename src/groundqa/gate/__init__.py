@@ -11,6 +11,9 @@ corpus can answer the question:
 
 - `coverage`: the idf-weighted share of the question's topic terms found in the
   best of the top three passages; `coverage_top1` the same for the first passage.
+  Every coverage (and `sentence_coverage`) is weighed by the question's specificity
+  (`features.specificity`): a question whose words say less than two words that each
+  one chunk holds ("What about the fees?") counts as covered only in that part.
 - `unknown_share`: the idf-weighted share of topic terms the corpus never uses
   (a corpus that has never heard of "Mongolia" cannot answer about it).
 - `bm25_top`: the best BM25 score over the most the question's terms could

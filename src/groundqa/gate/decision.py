@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from groundqa.errors import CalibrationError
-from groundqa.gate.features import LEXICAL_FEATURES, READER_FEATURES
+from groundqa.gate.features import FEATURES_VERSION, LEXICAL_FEATURES, READER_FEATURES
 from groundqa.gate.model import Logistic
 from groundqa.models import GateDecision
 
@@ -160,13 +160,13 @@ class Gate:
 # probability falls; from it to the threshold answers are cautious.
 DEFAULT_MODEL = Logistic(
     names=LEXICAL_FEATURES,
-    mean=(0.596077, 0.555142, 0.210331, 0.088898, 0.211530, 0.543518, 0.049383),
-    scale=(0.270762, 0.276084, 0.313895, 0.033426, 0.148901, 0.250980, 0.216666),
-    coef=(0.491738, 1.363217, 0.285379, -0.125997, 0.100162, 0.352444, -0.968589),
-    intercept=0.770920,
+    mean=(0.589183, 0.548247, 0.210331, 0.088898, 0.211530, 0.536623, 0.049383),
+    scale=(0.264969, 0.269360, 0.313895, 0.033426, 0.148901, 0.243235, 0.216666),
+    coef=(0.448854, 1.289801, 0.229490, -0.054701, 0.150616, 0.329700, -0.962245),
+    intercept=0.747787,
 )
-DEFAULT_THRESHOLD = 0.399527
-DEFAULT_FLOOR = 0.373034
+DEFAULT_THRESHOLD = 0.383252
+DEFAULT_FLOOR = 0.370485
 
 DEFAULT_GATE = Gate(DEFAULT_MODEL, DEFAULT_THRESHOLD, calibrated=False, floor_at=DEFAULT_FLOOR)
 
@@ -177,18 +177,18 @@ DEFAULT_GATE = Gate(DEFAULT_MODEL, DEFAULT_THRESHOLD, calibrated=False, floor_at
 # fmt: off
 DEFAULT_READER_MODEL = Logistic(
     names=LEXICAL_FEATURES + READER_FEATURES,
-    mean=(0.484988, 0.453871, 0.159718, 0.118981, 0.261280,
-          0.355971, 0.074783, 0.309523, 0.109900, 0.217576),
-    scale=(0.244402, 0.268184, 0.221807, 0.054155, 0.217742,
-           0.263304, 0.263040, 0.315812, 0.153436, 0.246120),
-    coef=(-0.269355, 0.314070, -0.674432, -0.081985, 0.794949,
-          0.086581, -0.160867, 0.735675, 0.008781, 1.539574),
-    intercept=-2.296138,
+    mean=(0.480024, 0.449341, 0.159718, 0.118981, 0.261280,
+          0.352030, 0.074783, 0.309523, 0.109900, 0.217576),
+    scale=(0.240290, 0.263718, 0.221807, 0.054155, 0.217742,
+           0.259261, 0.263040, 0.315812, 0.153436, 0.246120),
+    coef=(-0.153851, 0.344021, -0.590632, -0.130231, 0.755015,
+          0.114294, -0.170773, 0.723134, 0.002377, 1.525430),
+    intercept=-2.295428,
 )
 # fmt: on
-DEFAULT_READER_THRESHOLD = 0.099388
+DEFAULT_READER_THRESHOLD = 0.102130
 # Out-of-scope training questions reach past the threshold: no cautious band.
-DEFAULT_READER_FLOOR = 0.099388
+DEFAULT_READER_FLOOR = 0.102130
 
 DEFAULT_READER_GATE = Gate(
     DEFAULT_READER_MODEL,
@@ -196,6 +196,17 @@ DEFAULT_READER_GATE = Gate(
     calibrated=False,
     origin="training data, with the answer model's features",
     floor_at=DEFAULT_READER_FLOOR,
+)
+
+
+# A gate fitted on what the features meant before (see `features.FEATURES_VERSION`).
+STALE_CALIBRATION = (
+    "the stored calibration was fitted on an earlier version of the gate's features; "
+    "using the default gate: run `groundqa calibrate` again"
+)
+STALE_FLOOR = (
+    "not calibrated (the floor this index fitted is for an earlier version of the gate's "
+    "features; the next `groundqa ingest` fits it again)"
 )
 
 
@@ -240,6 +251,8 @@ def self_fitted(default: Gate, entry: Any, index_fingerprint: str, reader: bool)
         or entry.get("index_fingerprint") != index_fingerprint
     ):
         return default
+    if entry.get("features") != FEATURES_VERSION:
+        return replace(default, note=STALE_FLOOR)
     if "skipped" in entry:
         return replace(
             default, note=f"not calibrated (the floor was not fitted: {entry['skipped']})"
@@ -266,6 +279,8 @@ def gate_for(stored: Mapping[str, Any], index_fingerprint: str, reader: bool = F
             default,
             note="the stored calibration was made for another index; using the default gate",
         )
+    if stored.get("features") != FEATURES_VERSION:
+        return replace(default, note=STALE_CALIBRATION)
     try:
         gate = calibrated_gate(stored)
     except CalibrationError as exc:

@@ -64,7 +64,8 @@ class Retrieval:
     method's own best over the allowed chunks for the searched text (`dense` is
     None when the index has no vectors). `weights` maps the question's topic terms
     to their idf, `unknown` holds those the corpus never uses, and `bm25_ceiling`
-    is the most the searched terms could score. `allowed` marks the rows filters
+    is the most the searched terms could score; `chunks` is how many chunks the index
+    holds, over which those idfs were counted (0: not known). `allowed` marks the rows filters
     and scope let through (None: all), `scope` the scope applied, `vector` the
     query's embedding (None when no vector search ran). `signals` is False for a
     ranking made without what the gate needs (see `Retriever.retrieve`).
@@ -83,6 +84,7 @@ class Retrieval:
     allowed: Mask = None
     vector: Matrix | None = None
     signals: bool = True
+    chunks: int = 0
 
     def top(self, k: int) -> Retrieval:
         """The same retrieval with only its first `k` hits (the signals are kept whole)."""
@@ -111,6 +113,7 @@ class Retrieval:
             "size": len(self.allowed) if self.allowed is not None else None,
             "vector": None if self.vector is None else [float(x) for x in self.vector],
             "signals": self.signals,
+            "chunks": self.chunks,
         }
 
     @classmethod
@@ -132,6 +135,7 @@ class Retrieval:
             allowed=_mask(d.get("allowed"), d.get("size")),
             vector=None if d.get("vector") is None else np.asarray(d["vector"], dtype=np.float32),
             signals=bool(d.get("signals", True)),
+            chunks=int(d.get("chunks", 0)),
         )
 
 
@@ -350,6 +354,7 @@ class Retriever:
             allowed=allowed,
             vector=vector,
             signals=signals,
+            chunks=n if signals else 0,
         )
 
     def _ceiling(self, terms: Sequence[str], df: Mapping[str, int]) -> float:
