@@ -48,6 +48,7 @@ from tests.conftest import (
     REGPACK,
     REGPACK_PROBES,
     ROOT,
+    copy_index,
     is_default,
     need_shared,
     write_small_corpus,
@@ -90,11 +91,6 @@ def data_hashes(index: Path) -> dict[str, str]:
         for f in sorted(build.rglob("*"))
         if f.is_file() and f.name != MANIFEST
     }
-
-
-def copy_index(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst, symlinks=True)
-    return dst
 
 
 def sigmoid(z: float) -> float:
@@ -632,11 +628,10 @@ def test_calibration_never_splits_a_paraphrase_group() -> None:
 
 
 def test_calibration_with_vectors_uses_the_dense_features(
-    tmp_path_factory: pytest.TempPathFactory, pristine: Path
+    tmp_path_factory: pytest.TempPathFactory, pristine: Path, regpack_build: Path
 ) -> None:
     root = tmp_path_factory.mktemp("dense")
-    index = root / "idx"
-    ingest([REGPACK], index)
+    index = copy_index(regpack_build, root / "idx")  # BM25 and vectors
     export = root / "gate.json"
     result = cli(
         "calibrate", "--index", index, "--probes", REGPACK_PROBES, "--export", export, "--json"

@@ -110,6 +110,7 @@ def _same(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> None:
     assert np.allclose([s for _, s in a], [s for _, s in b], rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.slow  # both stores built and every probe ranked (~40 s each); CI runs it
 @pytest.mark.parametrize("retriever", RETRIEVERS)
 def test_both_stores_rank_every_probe_identically(
     pair: tuple[Engine, Engine], retriever: str
@@ -278,6 +279,7 @@ def _plan_nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
     return [node, *(n for child in node.get("Plans", []) for n in _plan_nodes(child))]
 
 
+@pytest.mark.slow  # a calibration over the example probes (~25 s each); CI runs it
 def test_gate_calibration_is_stored_in_the_database(module_db: str, tmp_path: Path) -> None:
     run = subprocess.run(
         [*GROUNDQA, "calibrate", "--store", module_db, "--probes", str(REGPACK_PROBES)],

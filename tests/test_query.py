@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -196,13 +197,11 @@ def test_bytes_that_are_not_text_are_repaired_not_an_error() -> None:
 
 
 def test_a_question_with_a_broken_byte_is_answered_at_the_command_line(
-    tmp_path_factory: pytest.TempPathFactory,
+    tmp_path_factory: pytest.TempPathFactory, regpack_build: Path
 ) -> None:
-    from groundqa.ingestion import ingest
-    from tests.conftest import REGPACK
+    from tests.conftest import copy_index
 
-    index = tmp_path_factory.mktemp("q") / "idx"
-    ingest([REGPACK], index)
+    index = copy_index(regpack_build, tmp_path_factory.mktemp("q") / "idx")
     exe = [sys.executable, "-m", "groundqa.cli"]
     env = {**os.environ, "COLUMNS": "200"}
     ask = subprocess.run(
