@@ -291,20 +291,20 @@ def test_synthetic_probe_figures_are_its_results_file() -> None:
     city, obliqa = corpora["city guides"], corpora["ObliQA dev"]
     mixed, heading = "fitted on mixed probes", "fitted on heading probes"
     seconds = max(m["make_seconds"] for m in obliqa["made"].values())
-    quoted(text, "sections take about 3 s", "3", seconds)
-    quoted(text, "the `mixed` maker: 13% against", "13", refused("city guides", mixed))
-    quoted(text, "13% against 25%)", "25", refused("city guides", "default"))
-    quoted(text, "comes within 0.02 of", "0.02", city["methods"][mixed]["gap"])
+    quoted(text, "sections take about 9 s", "9", seconds)
+    quoted(text, "the `mixed` maker: 12% against", "12", refused("city guides", mixed))
+    quoted(text, "12% against 25%)", "25", refused("city guides", "default"))
+    quoted(text, "comes within 0.08 of", "0.08", city["methods"][mixed]["gap"])
     quoted(text, "maker refuses 6% against", "6", refused("ObliQA dev", heading))
-    quoted(text, "the default's 26%", "26", refused("ObliQA dev", "default"))
+    quoted(text, "the default's 24%", "24", refused("ObliQA dev", "default"))
     low, high = obliqa["methods"][heading]["answerable_refused_range"]
     quoted(text, "ranges over 6% to", "6", 100 * low)
     quoted(text, "6% to 6% for", "6", 100 * high)
     features = city["features"]
     quoted(
-        text, "answerable query is 0.8 against", "0.8", features["mixed"]["answerable"]["coverage"]
+        text, "answerable query is 0.7 against", "0.7", features["mixed"]["answerable"]["coverage"]
     )
-    quoted(text, "0.8 against 0.6 for", "0.6", features["real"]["answerable"]["coverage"])
+    quoted(text, "0.7 against 0.6 for", "0.6", features["real"]["answerable"]["coverage"])
 
 
 def test_plan_fit_figures_are_its_results_file() -> None:
