@@ -32,7 +32,7 @@ and within one style by the heading's number ("3.1" under "3").
 A heading's path is the headings above it that are still open, as in an outline.
 Scanned pages read by OCR carry no type, and neither does text that `pdf_layout` could
 not place, so a document whose headings are not set apart (fewer than
-MIN_STYLED_HEADINGS) gets its numbered headings instead (`pdf._numbered_headings`).
+MIN_STYLED_HEADINGS) gets its numbered headings instead (`pdf_structure.numbered_headings`).
 """
 
 from __future__ import annotations
