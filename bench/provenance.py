@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 _PKG = "src/groundqa"
 # The pipeline's stages by path; each benchmark below names the ones it runs through.
-LOAD = (f"{_PKG}/loaders", f"{_PKG}/validate.py")
+LOAD = (f"{_PKG}/loaders", f"{_PKG}/validate")
 CHUNK = (f"{_PKG}/chunking.py", f"{_PKG}/clauses.py", f"{_PKG}/versions.py")
 INDEX = (
     f"{_PKG}/index",

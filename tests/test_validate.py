@@ -1,4 +1,4 @@
-"""Tests for validate.py: each check fires on its artefact and on none of its look-alikes.
+"""Tests for validate/: each check fires on its artefact and on none of its look-alikes.
 
 The look-alike strings are written here by hand. The tests on the real corpora read
 ../shared and skip with a message where it is absent; none of its text is copied.
