@@ -1,8 +1,8 @@
 """Generators turn retrieved passages into an answer with `[n]` citations.
 
 One small protocol; the config string that names a backend (`extractive`, the
-offline default, or `extractive:concise`, `ollama:MODEL`, `openai:MODEL`, `anthropic:MODEL`,
-`bedrock:MODEL_ID`, `gguf:PATH`) resolves through `groundqa.registry`, where
+offline default, and `extractive:concise`; `ollama:MODEL`, `openai:MODEL`,
+`anthropic:MODEL`, `bedrock:MODEL_ID`, `gguf:PATH`) resolves through `groundqa.registry`, where
 built-in backends are entries like optional ones, imported only when asked for.
 A generator may refuse; it must never cite a passage it was not given (the audit
 checks that every `[n]` resolves). A backend that fails (unreachable, timed out,
