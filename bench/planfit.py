@@ -178,10 +178,17 @@ def one_set(index_name: str, sources: list[Path], fmt: str, probes: list[Probe])
     return out
 
 
-def _cell(d: dict[str, Any]) -> str:
+def pair(run: dict[str, float], digits: int = 4) -> str:
+    """A run's recall@K and nDCG@K, as "0.8500 / 0.7314"."""
+    return f"{run[f'recall@{K}']:.{digits}f} / {run[f'ndcg@{K}']:.{digits}f}"
+
+
+def difference_cell(d: dict[str, Any], digits: int = 4, real: str = " (real)") -> str:
+    """A paired difference (`_difference`) as "+0.0186 [+0.0098, +0.0273]", marked `real`
+    where its interval excludes 0."""
     low, high = d["interval"]
-    mark = " (real)" if d["real"] else ""
-    return f"{d['mean']:+.4f} [{low:+.4f}, {high:+.4f}]{mark}"
+    mark = real if d["real"] else ""
+    return f"{d['mean']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]{mark}"
 
 
 def _chosen(s: dict[str, Any], fit: str, plan: str) -> str:
@@ -216,18 +223,15 @@ def markdown(data: dict[str, Any]) -> str:
         "|---|---:|---:|---|---|---|---|---|---|---|---|",
     ]
 
-    def pair(run: dict[str, float]) -> str:
-        return f"{run[f'recall@{K}']:.4f} / {run[f'ndcg@{K}']:.4f}"
-
     for name, s in data["sets"].items():
         runs, diffs = s["runs"], s["differences"]
         lines.append(
             f"| {name} | {s['chunks']} | {s['questions']} | {_chosen(s, 'fit', 'fitted')} "
             f"| {s['fit_s']} / {s['build_s']} "
             f"| {pair(runs['bm25'])} | {pair(runs['built-in plan'])} | {pair(runs['fitted plan'])} "
-            f"| {_cell(diffs['fitted plan - built-in plan'][f'recall@{K}'])} "
-            f"| {_cell(diffs['fitted plan - built-in plan'][f'ndcg@{K}'])} "
-            f"| {_cell(diffs['fitted plan - bm25'][f'recall@{K}'])} |"
+            f"| {difference_cell(diffs['fitted plan - built-in plan'][f'recall@{K}'])} "
+            f"| {difference_cell(diffs['fitted plan - built-in plan'][f'ndcg@{K}'])} "
+            f"| {difference_cell(diffs['fitted plan - bm25'][f'recall@{K}'])} |"
         )
     lines += [
         "",
@@ -244,8 +248,8 @@ def markdown(data: dict[str, Any]) -> str:
         d = s["differences"]["free-grid plan - built-in plan"]
         lines.append(
             f"| {name} | {_chosen(s, 'free_grid_fit', 'free_grid_fitted')} "
-            f"| {pair(s['runs']['free-grid plan'])} | {_cell(d[f'recall@{K}'])} "
-            f"| {_cell(d[f'ndcg@{K}'])} |"
+            f"| {pair(s['runs']['free-grid plan'])} | {difference_cell(d[f'recall@{K}'])} "
+            f"| {difference_cell(d[f'ndcg@{K}'])} |"
         )
     lines += ["", f"What each fit saw (recall@{K} on its own made questions):", ""]
     lines += ["Shipped grid:", "", *_verdicts(data, "fit"), "", "Free grid:", ""]

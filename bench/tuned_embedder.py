@@ -318,17 +318,9 @@ def one_set(
     }
 
 
-def _pair(run: dict[str, float]) -> str:
-    return f"{run['recall@10']:.4f} / {run['ndcg@10']:.4f}"
-
-
-def _cell(d: dict[str, Any]) -> str:
-    low, high = d["interval"]
-    return f"{d['mean']:+.4f} [{low:+.4f}, {high:+.4f}]" + (" real" if d["real"] else "")
-
-
 def markdown(data: dict[str, Any]) -> str:
     from groundqa.retrieve import DEFAULT_DENSE_PLAN
+    from planfit import difference_cell, pair
 
     lines = [
         "# MiniLM tuned to each corpus on questions made from its text",
@@ -351,14 +343,16 @@ def markdown(data: dict[str, Any]) -> str:
             continue
         p, t = s["runs"]["packaged"], s["runs"]["tuned"]
         lines.append(
-            f"| {name} | {s['chunks']} | {s['questions']} | {_pair(p['bm25'])} | "
-            f"{_pair(p['dense'])} | {_pair(t['dense'])} | {_pair(p[DEFAULT_DENSE_PLAN])} | "
-            f"{_pair(t[DEFAULT_DENSE_PLAN])} |"
+            f"| {name} | {s['chunks']} | {s['questions']} | {pair(p['bm25'])} | "
+            f"{pair(p['dense'])} | {pair(t['dense'])} | {pair(p[DEFAULT_DENSE_PLAN])} | "
+            f"{pair(t[DEFAULT_DENSE_PLAN])} |"
         )
     lines += ["", "| set | comparison | recall@10 | nDCG@10 |", "|---|---|---|---|"]
     for name, s in data["sets"].items():
         for label, d in s.get("differences", {}).items():
-            lines.append(f"| {name} | {label} | {_cell(d['recall@10'])} | {_cell(d['ndcg@10'])} |")
+            recall = difference_cell(d["recall@10"], real=" real")
+            ndcg = difference_cell(d["ndcg@10"], real=" real")
+            lines.append(f"| {name} | {label} | {recall} | {ndcg} |")
     lines += [
         "",
         "| set | questions made | examples | negatives dropped | make s | mine s | train "
