@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import WORK, machine, shared_path, write_result
 from groundqa.engine import Engine
+from groundqa.evaluate.harness import holds_all
 from groundqa.evaluate.probes import Probe
 from groundqa.generate.extractive import ExtractiveGenerator
 from groundqa.ingestion import ingest
@@ -122,11 +123,6 @@ def clapnq_references(folder: Path) -> dict[str, list[str]]:
     return out
 
 
-def _contains(text: str, needles: Sequence[str]) -> bool:
-    folded = " ".join(text.split()).casefold()
-    return any(" ".join(n.split()).casefold() in folded for n in needles)
-
-
 def measure(
     name: str,
     sources: Sequence[Path],
@@ -150,7 +146,7 @@ def measure(
             into.setdefault("words", []).append(len(_MARKER.sub("", result.text).split()))
             into.setdefault("sentences", []).append(len(_MARKER.findall(result.text)))
             if probe.answer_contains:
-                held = _contains(result.text, probe.answer_contains)
+                held = holds_all(result.text, probe.answer_contains)
                 into.setdefault("fact", []).append(float(held))
             refs = (references or {}).get(probe.id)
             if refs:

@@ -176,7 +176,8 @@ def plateau(recall: Sequence[tuple[int, float]], tolerance: float = 0.005) -> di
     return {"levels_off_at": ks[-1], "still_climbing": False}
 
 
-def _contains(text: str, needles: Sequence[str]) -> bool:
+def holds_all(text: str, needles: Sequence[str]) -> bool:
+    """Whether `text` holds every one of `needles` (a probe's `answer_contains`), case aside."""
     low = text.casefold()
     return all(n.casefold() in low for n in needles)
 
@@ -257,13 +258,13 @@ def evaluate_probes(
         ranked = tuple(dedupe(h.chunk.section_id for h in hits))
         contains = grounded = cited_right = None
         if probe.answer_contains:
-            contains = not answer.refused and _contains(answer.answer, probe.answer_contains)
+            contains = not answer.refused and holds_all(answer.answer, probe.answer_contains)
         if probe.answer_contains and probe.expected:
             cited_sections = {c.section_id for c in answer.citations}
             cited_right = bool(contains) and bool(cited_sections & expected)
             # Not the answer's text but the evidence for it: an extractive answer quotes its
             # cited passages, so "a cited passage holds the fact" alone would always hold.
-            grounded = bool(contains) and _contains(
+            grounded = bool(contains) and holds_all(
                 _cited_text(answer.passages, answer.citations, expected), probe.answer_contains
             )
         outside = None
