@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import WORK, machine, shared_path, write_result
 from groundqa.engine import Engine
+from groundqa.evaluate.calibrate import screen
 from groundqa.evaluate.harness import holds_all
 from groundqa.evaluate.probes import Probe
 from groundqa.generate.extractive import ExtractiveGenerator
@@ -137,7 +138,7 @@ def measure(
     rows: dict[str, dict[str, list[float]]] = {a: {} for a in ANSWERERS}
     answerable = [p for p in probes if p.kind == "answerable"]
     for probe in answerable:
-        evidence, _ = engine.screen(probe.question, scope=probe.scope or {})
+        evidence, _ = screen(engine, probe.question, scope=probe.scope or {})
         for label, answerer in ANSWERERS.items():
             result = answerer.generate(evidence)
             if result.refused:

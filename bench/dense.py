@@ -100,7 +100,7 @@ def _ann_recall(engine: Any, queries: list[str]) -> dict[str, Any]:
     t = time.perf_counter()
     ann = VectorIndex.build(exact.vectors, DenseSettings(ann_threshold=0))
     build_s = time.perf_counter() - t
-    q = engine.query_embedder().embed(queries)
+    q = engine.retriever.query_embedder().embed(queries)
     overlap = []
     for row in q:
         a = {i for i, _ in ann.search(row, 10)}
@@ -184,7 +184,7 @@ def scifact() -> dict[str, Any] | None:
             "mrr@10": round(s["mrr@10"], 4),
             **latency_summary(ms),
         }
-    embed_ms = time_each(lambda q: engine.embed_query(q), sample, repeats=3)
+    embed_ms = time_each(lambda q: engine.retriever.embed(q), sample, repeats=3)
     assert isinstance(engine.store, DirectoryStore)
     build = engine.store.build_dir
     return {

@@ -60,7 +60,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, machine, write_result
-from groundqa.intent import INTENTS, detect_intent
+from groundqa.query.intent import INTENTS, detect_intent
 
 QUESTIONS = ROOT / "bench" / "intents.jsonl"
 PROBES = ROOT / "examples" / "regpack.probes.jsonl"

@@ -362,7 +362,7 @@ def scifact(admin_url: str) -> dict[str, Any] | None:
         "pg-hnsw": Engine(PostgresStore.open(url, ann="always"), Analyzer()),
     }
     same = check_same_build(directory.store, engines["pg-exact"].store)
-    probe_vector = directory.embed_query(next(iter(test.queries.values())))
+    probe_vector = directory.retriever.embed(next(iter(test.queries.values())))
     plans_sql = {
         name: vector_plan(engines[name].store, probe_vector, 10) for name in ("pg-exact", "pg-hnsw")
     }
@@ -398,7 +398,7 @@ def scifact(admin_url: str) -> dict[str, Any] | None:
     }
     components = parted["bm25"] | parted["dense"]
     fused_explained = {plan: parted[plan] <= components for plan in PLANS[2:]}
-    vectors = [directory.embed_query(q) for q in test.queries.values()]
+    vectors = [directory.retriever.embed(q) for q in test.queries.values()]
     ann = _ann_recall(engines["pg-hnsw"].store, engines["pg-exact"].store, directory.store, vectors)
 
     sample = list(test.queries.values())[:LATENCY_QUERIES]

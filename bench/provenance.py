@@ -41,26 +41,27 @@ INDEX = (
     f"{_PKG}/ingestion.py",
     f"{_PKG}/text.py",
     f"{_PKG}/spelling.py",
-    f"{_PKG}/acronyms.py",
+    f"{_PKG}/query/acronyms.py",
 )
 EMBED = (f"{_PKG}/embed",)
 RETRIEVE = (
     f"{_PKG}/retrieve",
     f"{_PKG}/facets.py",
     f"{_PKG}/fusion.py",
-    f"{_PKG}/definitions.py",
+    f"{_PKG}/query/definitions.py",
 )
 READ = (f"{_PKG}/read",)
 GATE = (f"{_PKG}/gate",)
-GENERATE = (f"{_PKG}/generate", f"{_PKG}/intent.py", f"{_PKG}/providers.py")
+GENERATE = (f"{_PKG}/generate", f"{_PKG}/query/intent.py", f"{_PKG}/providers.py")
 AUDIT = (f"{_PKG}/audit", f"{_PKG}/lexicon.py", f"{_PKG}/verdicts.py")
 EVALUATE = (f"{_PKG}/evaluate",)
 SERVE = (f"{_PKG}/serve", f"{_PKG}/cli", f"{_PKG}/exposure.py")
 CORE = (
     f"{_PKG}/__init__.py",
     f"{_PKG}/engine.py",
-    f"{_PKG}/query.py",
-    f"{_PKG}/conversation.py",
+    f"{_PKG}/query/__init__.py",
+    f"{_PKG}/query/request.py",
+    f"{_PKG}/query/conversation.py",
     f"{_PKG}/models.py",
     f"{_PKG}/registry.py",
     f"{_PKG}/errors.py",
@@ -144,7 +145,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "intent": Benchmark(
         "Question intent: the rules that pick a generation preset",
         "bench/intent.py",
-        (f"{_PKG}/intent.py", "bench/intents.jsonl", "examples/regpack.probes.jsonl"),
+        (f"{_PKG}/query/intent.py", "bench/intents.jsonl", "examples/regpack.probes.jsonl"),
     ),
     "gate": Benchmark(
         "The calibrated gate: answer or refuse",

@@ -72,7 +72,7 @@ def _make_base() -> None:
     store = engine.store
     assert isinstance(store, DirectoryStore) and store.vectors is not None
     queries = sorted({*test.queries.values(), *train.queries.values()})
-    query_vectors = np.stack([engine.embed_query(q) for q in queries]).astype(np.float32)
+    query_vectors = np.stack([engine.retriever.embed(q) for q in queries]).astype(np.float32)
     BASE_FILE.parent.mkdir(parents=True, exist_ok=True)
     np.savez(
         BASE_FILE,

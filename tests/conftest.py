@@ -259,7 +259,7 @@ def long_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
         encoding="utf-8",
     )
     ingest([root / "corpus"], root / "idx", dense=None, chunker=ChunkerSettings(max_chars=10**7))
-    chunks = Engine.open(root / "idx").document_chunks("ferry.md")
+    chunks = Engine.open(root / "idx").catalog.document("ferry.md")
     assert len(chunks[0].text) > 600_000  # the chunk really is that long
     return root / "idx"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from groundqa.acronyms import definitions, detect, expand_query, mine_acronyms
+from groundqa.query.acronyms import definitions, detect, expand_query, mine_acronyms
 
 # ------------------------------------------------------------------ definitions
 

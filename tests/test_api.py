@@ -386,7 +386,7 @@ def test_sources_returns_a_document_from_the_index(open_url: str, engine: Engine
     response = httpx.get(f"{open_url}/sources/{doc_id}")
     assert response.status_code == 200
     data = response.json()
-    chunks = engine.document_chunks(doc_id)
+    chunks = engine.catalog.document(doc_id)
     assert data["doc_id"] == doc_id and data["title"] == chunks[0].title
     assert data["uri"].startswith("file://") and "#" not in data["uri"]
     assert data["metadata"]["area"] == "Fennick City"
@@ -416,7 +416,7 @@ def test_chunks_returns_a_passage_without_ranking_fields(open_url: str, engine: 
     response = httpx.get(f"{open_url}/chunks/{passage['chunk_id']}")
     assert response.status_code == 200
     data = response.json()
-    chunk = engine.chunk(passage["chunk_id"])
+    chunk = engine.catalog.chunk(passage["chunk_id"])
     assert isinstance(chunk, Chunk)
     expected = Hit(chunk, 0.0, 0).to_dict()
     for key in ("score", "rank", "retriever"):
@@ -751,7 +751,7 @@ def test_an_over_long_passage_and_answer_are_cut_and_say_so(long_index: Path) ->
     """A 52 MB section made /query return 210 MB of JSON; every text a response carries is
     cut, and says how long it was."""
     engine = Engine.open(long_index)
-    whole = len(engine.document_chunks("ferry.md")[0].text)
+    whole = len(engine.catalog.document("ferry.md")[0].text)
     with live_server(engine, ServeSettings()) as base:
         response = post(base, "/query", {"question": LONG_QUESTION, "k": 2})
         assert response.status_code == 200

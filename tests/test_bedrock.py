@@ -388,7 +388,7 @@ def test_engine_rewrites_a_follow_up_with_complete(
 ) -> None:
     server = serve(bedrock_reply(["When is a NEER report due in Westhaven?"]))
     history = (Turn("user", QUESTION), Turn("assistant", "Within 30 days [1]."))
-    followup = engine.followup(
+    _, followup = engine.resolve(
         "and in Westhaven?", history=history, generator=SPEC, options=_options(server.url)
     )
     assert followup.standalone == "When is a NEER report due in Westhaven?"

@@ -31,7 +31,7 @@ from groundqa.cli import main
 from groundqa.engine import Engine
 from groundqa.errors import CalibrationError
 from groundqa.evaluate import Probe, load_probes
-from groundqa.evaluate.calibrate import ProbeFeatures, fit_report, probe_features
+from groundqa.evaluate.calibrate import ProbeFeatures, fit_report, probe_features, screen
 from groundqa.evaluate.selffit import self_fit
 from groundqa.gate import (
     DEFAULT_GATE,
@@ -507,7 +507,7 @@ def test_answers_carry_the_calibrated_confidence_and_its_factors(calibrated: Cal
         logit = model.intercept + sum(answer.gate.factors.values())
         assert sigmoid(logit) == pytest.approx(answer.confidence, abs=2e-3)
         # `screen` hands calibration the very features `ask` gave the gate
-        _, feats = engine.screen(question)
+        _, feats = screen(engine, question)
         assert feats == answer.gate.features
 
 

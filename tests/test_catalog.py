@@ -96,7 +96,7 @@ def test_questions_on_a_directory_parse_no_chunk_file_whole(tmp_path: Path) -> N
     answer = engine.ask("Do I need a burning permit for an open fire?", scope={"area": "Corley"})
     assert answer.citations and answer.scope["state"] == ["Avonia"]
     assert engine.ask("What levy applies to each leaf blower sold?").notes
-    assert engine.document_chunks(answer.citations[0].doc_id)
+    assert engine.catalog.document(answer.citations[0].doc_id)
     assert "chunks" not in engine.store.__dict__
 
 

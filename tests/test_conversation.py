@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from groundqa.conversation import (
+from groundqa.engine import Engine
+from groundqa.errors import GenerationError
+from groundqa.models import REFUSAL
+from groundqa.providers import GeneratorOptions
+from groundqa.query import MAX_HISTORY_TURNS, Query, Turn
+from groundqa.query.conversation import (
     REWRITE_SYSTEM,
     Vocabulary,
     carry,
@@ -18,11 +23,6 @@ from groundqa.conversation import (
     model_reply,
     standalone,
 )
-from groundqa.engine import Engine
-from groundqa.errors import GenerationError
-from groundqa.models import REFUSAL
-from groundqa.providers import GeneratorOptions
-from groundqa.query import MAX_HISTORY_TURNS, Query, Turn
 from groundqa.text import Analyzer
 from tests.conftest import copy_index
 from tests.fakes import FakeServer, Out, Reply, Seen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from groundqa.definitions import defined_term, defines
+from groundqa.query.definitions import defined_term, defines
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ import pytest
 from groundqa.embed import EmbedderOptions
 from groundqa.engine import Engine
 from groundqa.errors import EmbeddingError, IndexCorruptError, UsageError
+from groundqa.evaluate.harness import compared_retrievers
 from groundqa.index.dense import HNSW, VECTORS, DenseSettings, VectorIndex
 from groundqa.index.manifest import current_build
 from groundqa.ingestion import ingest
@@ -118,7 +119,7 @@ def test_the_manifest_records_the_embedder_and_the_vectors_are_sealed(regpack_in
     assert VECTORS in engine.manifest.files
     assert engine.retrievers == ("bm25", "dense", "hybrid")
     assert engine.default_retriever == "hybrid+weighted=0.5/0.5+defs"
-    assert engine.compared_retrievers == ["bm25", "dense", "hybrid", engine.default_retriever]
+    assert compared_retrievers(engine) == ["bm25", "dense", "hybrid", engine.default_retriever]
 
 
 def test_dense_finds_a_paraphrase_that_shares_no_keyword(engine: Engine) -> None:
@@ -150,8 +151,8 @@ def test_filters_apply_to_dense_before_top_k(engine: Engine) -> None:
 
 
 def test_acronyms_mined_from_the_corpus_expand_the_query(engine: Engine) -> None:
-    assert "NEER" in engine.acronyms
-    name = engine.acronyms["NEER"]
+    assert "NEER" in engine.store.acronyms
+    name = engine.store.acronyms["NEER"]
     assert "Reporting" in name
     with_expansion = engine.search("NEER threshold", depth=10, retriever="bm25+acr")
     without = engine.search("NEER threshold", depth=10, retriever="bm25")
@@ -255,7 +256,7 @@ def test_an_index_refuses_queries_from_another_model_or_dimension(
     # The model is named in the manifest, and a query embedder must match it.
     manifest = json.loads((current_build(tmp_path / "idx") / "manifest.json").read_text())
     assert manifest["dense"]["embedder"] == "ollama:hash16"
-    engine.retriever._embedder = Engine.open(_minilm_index(tmp_path)).query_embedder()
+    engine.retriever._embedder = Engine.open(_minilm_index(tmp_path)).retriever.query_embedder()
     with pytest.raises(EmbeddingError, match="embedded with 'ollama:hash16', the query with"):
         engine.retrieve("last train", retriever="dense")
 

@@ -19,6 +19,7 @@ import pytest
 
 from groundqa.engine import Engine
 from groundqa.evaluate import evaluate_probes, load_probes
+from groundqa.evaluate.harness import compared_retrievers
 from groundqa.evaluate.planfit import tune_plan
 from groundqa.evaluate.selffit import self_fit
 from groundqa.ingestion import ingest
@@ -76,7 +77,7 @@ def test_example_corpus_figures(tmp_path: Path) -> None:
     ingest([REGPACK], tmp_path / "idx", fit_gate=self_fit, fit_plan=tune_plan)
     engine = Engine.open(tmp_path / "idx")
     probes = load_probes(REGPACK_PROBES)
-    reports = [evaluate_probes(engine, probes, retriever=r) for r in engine.compared_retrievers]
+    reports = [evaluate_probes(engine, probes, retriever=r) for r in compared_retrievers(engine)]
     labels = {
         "recall@1": "recall@1",
         "recall@3": "recall@3",

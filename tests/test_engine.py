@@ -150,12 +150,12 @@ def test_a_reopened_engine_keeps_the_query_model_of_the_same_embedder(tmp_path: 
     index = tmp_path / "idx"
     ingest([corpus], index)
     first = Engine.open(index)
-    model = first.query_embedder()
+    model = first.retriever.query_embedder()
     (corpus / "bus.md").write_text("# Buses\n\n## Timetable\n\nThe bus leaves at noon.\n")
     ingest([corpus], index)
     second = first.reopen()
     assert second.manifest.build_id != first.manifest.build_id
-    assert second.query_embedder() is model  # not loaded again
+    assert second.retriever.query_embedder() is model  # not loaded again
     assert second.ask("When does the bus leave?").citations
     # A build without vectors has no query model to keep.
     ingest([corpus], index, dense=None, force=True)

@@ -179,7 +179,7 @@ def test_filters_scopes_and_answers_agree(pair: tuple[Engine, Engine]) -> None:
         assert (x.answer, x.refused, x.citations) == (y.answer, y.refused, y.citations)
         assert x.gate.score == pytest.approx(y.gate.score, abs=1e-6)
     assert shared.location == redact(shared.store.location)
-    assert len(shared.chunks) == len(local.chunks) and shared.acronyms == local.acronyms
+    assert len(shared.chunks) == len(local.chunks) and shared.store.acronyms == local.store.acronyms
 
 
 def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], module_db: str) -> None:
@@ -188,7 +188,7 @@ def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], modu
     try:
         found = total = 0
         for probe in load_probes(REGPACK_PROBES)[:30]:
-            q = shared.embed_query(probe.question)
+            q = shared.retriever.embed(probe.question)
             exact = {r for r, _ in shared.store.vector_search(q, 10)}
             approx = {r for r, _ in ann.vector_search(q, 10)}
             found, total = found + len(exact & approx), total + len(exact)
@@ -233,7 +233,7 @@ def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], modu
                 assert cur.execute("SHOW enable_seqscan").fetchone()[0] == "off"
         # At k larger than the store's width, the search is k wide: pgvector returns no
         # more rows than ef_search, so a search 10 wide would stop short of 100.
-        probe_vector = shared.embed_query(load_probes(REGPACK_PROBES)[0].question)
+        probe_vector = shared.retriever.embed(load_probes(REGPACK_PROBES)[0].question)
         with ann._cursor() as cur:
             for setting in ann_settings(10):
                 cur.execute(*setting)
@@ -250,7 +250,7 @@ def test_hnsw_and_exact_search_in_the_database(pair: tuple[Engine, Engine], modu
         assert ann.num_docs < 1500
         assert "searched 1500 wide (iterative scan past ef_search 1000)" in str(ann.vector_engine)
         for probe in load_probes(REGPACK_PROBES)[:5]:
-            q = shared.embed_query(probe.question)
+            q = shared.retriever.embed(probe.question)
             exact_ranked = ann.vector_search(q, 10, exact=True)
             wide = ann.vector_search(q, 10)
             assert [r for r, _ in wide] == [r for r, _ in exact_ranked]
@@ -353,7 +353,7 @@ def test_an_update_copies_unchanged_documents_and_embeds_only_new_text(
                     _ranking(local, question, retriever=retriever),
                     _ranking(shared, question, retriever=retriever),
                 )
-        assert shared.chunk(local.chunks[0].chunk_id) == local.chunks[0]
+        assert shared.catalog.chunk(local.chunks[0].chunk_id) == local.chunks[0]
     finally:
         shared.store.close()
     with psycopg.connect(pg_url) as conn:

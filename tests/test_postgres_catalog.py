@@ -62,8 +62,8 @@ def test_questions_with_filters_scopes_and_dates_read_no_corpus(opened: Engine) 
     assert asked[2].notes and "not yet in force" in asked[2].notes[0]
     assert asked[3].citations[0].doc_id == "noise_2015.md"
     cited = asked[0].citations[0]
-    assert opened.chunk(cited.chunk_id) is not None
-    assert opened.document_chunks(cited.doc_id)
+    assert opened.catalog.chunk(cited.chunk_id) is not None
+    assert opened.catalog.document(cited.doc_id)
     assert isinstance(opened.store, PostgresStore) and opened.store._chunks is None
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from groundqa.generate import GenerationSettings
-from groundqa.intent import (
+from groundqa.query.intent import (
     INTENTS,
     PRESETS,
     detect_intent,

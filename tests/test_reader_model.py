@@ -14,6 +14,7 @@ import pytest
 
 from groundqa.engine import Engine
 from groundqa.errors import UsageError
+from groundqa.evaluate.calibrate import screen
 from groundqa.gate import DEFAULT_GATE, DEFAULT_READER_GATE, READER_FEATURES
 from groundqa.generate.extractive import ExtractiveGenerator
 from groundqa.ingestion import ingest
@@ -129,7 +130,7 @@ def _engine(folder: Path, reader: str = "model") -> Engine:
 def test_the_engine_reads_with_the_model_and_the_gate_weighs_it(small_corpus: Path) -> None:
     engine = _engine(small_corpus)
     assert engine.reader_kind == "model" and engine.gate is DEFAULT_READER_GATE
-    evidence, feats = engine.screen("What time does the bus leave Alderby?")
+    evidence, feats = screen(engine, "What time does the bus leave Alderby?")
     assert evidence.reading is not None and evidence.reading.scored
     assert set(READER_FEATURES) <= set(feats)
     assert 0.0 <= feats["reader_margin"] <= feats["reader_best"] <= 1.0
@@ -141,7 +142,7 @@ def test_the_engine_reads_with_the_model_and_the_gate_weighs_it(small_corpus: Pa
 def test_without_the_model_the_engine_reads_words_as_before(small_corpus: Path) -> None:
     engine = Engine.open(_engine(small_corpus, reader="lexical").location)  # the default
     assert engine.reader_kind == "lexical" and is_default(engine.gate)
-    evidence, feats = engine.screen("What time does the bus leave Alderby?")
+    evidence, feats = screen(engine, "What time does the bus leave Alderby?")
     assert evidence.reading is not None and not evidence.reading.scored
     assert not set(READER_FEATURES) & set(feats)
     with pytest.raises(UsageError, match="unknown reader 'bert'"):
@@ -150,12 +151,12 @@ def test_without_the_model_the_engine_reads_words_as_before(small_corpus: Path) 
 
 def test_the_extractive_answer_declines_when_no_sentence_answers(small_corpus: Path) -> None:
     engine = _engine(small_corpus)
-    evidence, _ = engine.screen("What is the wifi password at the Alderby library?")
+    evidence, _ = screen(engine, "What is the wifi password at the Alderby library?")
     result = ExtractiveGenerator(min_answer=0.99).generate(evidence)
     assert result.refused and result.text == REFUSAL
     assert "no sentence answers the question" in result.reason
     concise = ExtractiveGenerator().generate(
-        engine.screen("What time does the bus leave Alderby?")[0]
+        screen(engine, "What time does the bus leave Alderby?")[0]
     )
     assert not concise.refused and concise.text.count("[") <= ExtractiveGenerator().model_sentences
 
@@ -173,10 +174,10 @@ def test_a_question_in_another_language_is_answered_from_retrieval_with_a_note(
     engine = _engine(folder)
     answer = engine.ask("Wann öffnet das Stadtmuseum?")
     assert UNTRAINED_NOTE in answer.notes
-    evidence, feats = engine.screen("Wann öffnet das Stadtmuseum?")
+    evidence, feats = screen(engine, "Wann öffnet das Stadtmuseum?")
     assert evidence.reading is not None and evidence.reading.untrained
     assert not evidence.reading.scored and not set(READER_FEATURES) & set(feats)
-    assert engine.gate_for(evidence.reading) is DEFAULT_GATE
+    assert engine.gate.for_reading(evidence.reading) is DEFAULT_GATE
 
 
 def test_the_reader_reranker_puts_the_answering_passage_first(small_corpus: Path) -> None:

@@ -11,31 +11,28 @@ Reading. The CLI, the HTTP API, the MCP server and the evaluation harness build 
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from groundqa.audit import audited
-from groundqa.conversation import Followup, Vocabulary, standalone
-from groundqa.embed import Embedder, EmbedderOptions, Matrix
+from groundqa.embed import Embedder, EmbedderOptions
 from groundqa.errors import GenerationError, IndexVersionError, UsageError
 from groundqa.facets import Facets
-from groundqa.gate import READER_FEATURES, Gate, default_gate, gate_features, gate_for
-from groundqa.generate import Evidence, Generation, Generator, get_generator
+from groundqa.gate import Gate, gate_features, gate_for
+from groundqa.generate import Evidence, Generation, Generator, answered, get_generator
 from groundqa.index.base import Store
+from groundqa.index.catalog import Catalog
 from groundqa.index.manifest import Manifest
 from groundqa.index.open import open_store
-from groundqa.models import REFUSAL, Answer, Chunk, Citation, Hit
+from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.providers import GeneratorOptions
 from groundqa.query import Query, check_k
+from groundqa.query.conversation import Followup, Vocabulary, resolve
 from groundqa.read import DEFAULT_READER, READERS, Reader, Reading
-from groundqa.read.model import UNTRAINED_NOTE, load_answer_model
+from groundqa.read.model import load_answer_model
 from groundqa.retrieve import Retrieval, Retriever
 from groundqa.text import Analyzer, PassageTerms
 
@@ -68,7 +65,7 @@ class Engine:
         self.gate: Gate = gate_for(
             store.manifest.gate, store.manifest.fingerprint, reader=model is not None
         )
-        self.vocabulary = Vocabulary(analyzer.query_terms, self._place_words)
+        self.vocabulary = Vocabulary.of(analyzer, self.retriever.facets)
         self._generators: dict[tuple[str, GeneratorOptions], Generator] = {}
 
     @classmethod
@@ -114,11 +111,6 @@ class Engine:
         return self.retriever.default_plan
 
     @property
-    def compared_retrievers(self) -> list[str]:
-        """What `eval` compares when not told: each method alone, and the default plan."""
-        return list(dict.fromkeys([*self.retrievers, self.default_retriever]))
-
-    @property
     def location(self) -> str:
         """The index directory, or the store's URL without its password."""
         return self.store.location
@@ -132,9 +124,9 @@ class Engine:
         return self.store.chunks
 
     @property
-    def acronyms(self) -> dict[str, str]:
-        """Acronyms the corpus defines ("Full Name (ABBR)"), mined at ingest."""
-        return self.store.acronyms
+    def catalog(self) -> Catalog:
+        """Chunks by id, document and section (see `index.catalog`)."""
+        return self.store.catalog
 
     @property
     def facets(self) -> Facets:
@@ -144,36 +136,7 @@ class Engine:
     def fingerprint(self) -> str:
         """Changes whenever the build or its gate does: the key that keeps cached answers
         from going stale."""
-        return f"{self.manifest.build_id}:{self.manifest.fingerprint}:{self._gate_id}"
-
-    @cached_property
-    def _gate_id(self) -> str:
-        settings = json.dumps(self.gate.to_dict(), sort_keys=True)
-        return hashlib.sha256(settings.encode("utf-8")).hexdigest()[:12]
-
-    def chunk(self, chunk_id: str) -> Chunk | None:
-        found = self.store.catalog.rows_of([chunk_id])
-        return self.store.catalog.chunks_at([found[chunk_id]])[0] if found else None
-
-    def rows_of(self, chunk_ids: Iterable[str]) -> list[int]:
-        """Row numbers (positions in `chunks`) of the known chunk ids given."""
-        ids = list(chunk_ids)
-        found = self.store.catalog.rows_of(ids)
-        return [found[c] for c in ids if c in found]
-
-    def document_chunks(self, doc_id: str) -> list[Chunk]:
-        """A document's chunks in reading order (empty when the id is unknown)."""
-        return self.store.catalog.document(doc_id)
-
-    def section_chunks(self, section_id: str) -> list[Chunk]:
-        """A section's chunks in reading order (empty when the id is unknown)."""
-        return self.store.catalog.section(section_id)
-
-    def query_embedder(self) -> Embedder:
-        return self.retriever.query_embedder()
-
-    def embed_query(self, text: str) -> Matrix:
-        return self.retriever.embed(text)
+        return f"{self.manifest.build_id}:{self.manifest.fingerprint}:{self.gate.digest}"
 
     def generator(self, spec: str, options: GeneratorOptions | None = None) -> Generator:
         """The generator for `spec`, created once per engine (a local model loads only once)."""
@@ -183,44 +146,14 @@ class Engine:
             gen = self._generators[key] = get_generator(spec, key[1])
         return gen
 
-    def _version_notes(
-        self, citations: Sequence[Citation], as_of: dt.date | None
-    ) -> tuple[str, ...]:
-        """A line for each cited document not in force on `as_of` (today when None)."""
-        docs = [c.doc_id for c in citations]
-        return self.store.catalog.versions(docs).notes(docs, as_of or dt.date.today())
-
-    def _place_words(self, text: str) -> set[str]:
-        """The folded words of the places (metadata values) that `text` names."""
-        named = self.facets.detect_scope(text)
-        return {w for values in named.values() for v in values for w in v.casefold().split()}
-
     # The pipeline ------------------------------------------------------------------------
 
-    def followup(self, question: Query | str, **fields: Any) -> Followup:
-        """How the query's question reads against its `history`: rewritten by the query's
-        generator when that is a language model, else by the rule (see `conversation`)."""
-        query = Query.of(question, **fields)
-        if not query.history:
-            return Followup(query.question, query.question, earlier_turns=query.earlier_turns)
-        gen = self.generator(query.generator, query.options)
-        return standalone(
-            query.question,
-            query.history,
-            self.vocabulary,
-            complete=getattr(gen, "complete", None),
-            model=gen.name,
-            earlier_turns=query.earlier_turns,
-        )
-
     def resolve(self, question: Query | str, **fields: Any) -> tuple[Query, Followup]:
-        """The query to retrieve and answer for: a follow-up made standalone, without its
-        history (a query without history is itself)."""
+        """The query to retrieve and answer for, and how its conversation was read (see
+        `query.conversation.resolve`)."""
         query = Query.of(question, **fields)
-        followup = self.followup(query)
-        if not query.history:
-            return query, followup
-        return replace(query, question=followup.standalone, history=(), earlier_turns=0), followup
+        gen = self.generator(query.generator, query.options) if query.history else None
+        return resolve(query, self.vocabulary, gen)
 
     def retrieval(
         self, question: Query | str, depth: int | None = None, **fields: Any
@@ -244,42 +177,12 @@ class Engine:
         """The read stage: what the retrieved passages' sentences say about the question."""
         return self.reader.read(retrieval.query.question, retrieval.weights, retrieval.hits)
 
-    def gate_for(self, reading: Reading) -> Gate:
-        """The gate for this reading: the engine's, unless it weighs the answer model's
-        scores and the model did not read (a question not in its language)."""
-        if reading.scored or not set(self.gate.model.names) & set(READER_FEATURES):
-            return self.gate
-        return default_gate(reader=False)
-
-    def screen(self, question: Query | str, **fields: Any) -> tuple[Evidence, dict[str, float]]:
-        """What `ask` would hand the gate and the generator, without deciding: calibration
-        fits the gate on these, and replays generators on the same evidence."""
-        query = Query.of(question, **fields)
-        retrieval = self.retrieval(query)
-        reading = self.read(retrieval)
-        return self._evidence(query, retrieval, reading), gate_features(retrieval, reading)
-
-    def _evidence(self, query: Query, retrieval: Retrieval, reading: Reading) -> Evidence:
-        intent, settings = query.settings()
-        return Evidence(
-            query.question,
-            retrieval.weights,
-            retrieval.hits,
-            self.passage_text,
-            settings=settings,
-            intent=intent,
-            reading=reading,
-        )
-
     def ask(
         self, question: Query | str, *, retrieval: Retrieval | None = None, **fields: Any
     ) -> Answer:
         """Retrieve, read, gate, answer and audit (see `ask_stream`)."""
-        answer: Answer | None = None
-        for event in self.ask_stream(question, retrieval=retrieval, **fields):
-            if isinstance(event, Answer):
-                answer = event
-        assert answer is not None  # ask_stream always ends with the Answer
+        *_, answer = self.ask_stream(question, retrieval=retrieval, **fields)
+        assert isinstance(answer, Answer)  # ask_stream always ends with the Answer
         return answer
 
     def ask_stream(
@@ -288,26 +191,26 @@ class Engine:
         """`ask` as it happens: the retrieved hits, then answer text pieces, then the Answer.
 
         `question` is a Query, or a question with Query fields as keywords. A `retrieval`
-        made for this query to at least its k (evaluation retrieves deeper once and
-        asks from it) is used instead of searching again, unless it was made without the
-        gate's signals. A generator that fails gives
-        an Answer with `error` set and the passages kept.
+        made for this query to at least its k (evaluation retrieves deeper once and asks
+        from it) is used instead of searching again, unless it was made without the gate's
+        signals. A generator that fails gives an Answer with `error` set and the passages
+        kept.
         """
         started = time.perf_counter()
         query, followup = self.resolve(question, **fields)
         t_resolved = time.perf_counter()
         gen = self.generator(query.generator, query.options)
         intent, settings = query.settings()
-        check_k(settings.k)
         if retrieval is None or not retrieval.signals:
-            retrieval = self.retriever.retrieve(query, settings.k)
+            retrieval = self.retriever.retrieve(query, check_k(settings.k))
         retrieval = retrieval.top(settings.k)
         yield list(retrieval.hits)
         t_retrieved = time.perf_counter()
         reading = self.read(retrieval)
         t_read = time.perf_counter()
-        gate = self.gate_for(reading)
-        decision = gate.decide(retrieval.weights, gate_features(retrieval, reading))
+        decision = self.gate.for_reading(reading).decide(
+            retrieval.weights, gate_features(retrieval, reading)
+        )
         t_gated = time.perf_counter()
         timings = {
             "retrieve": (t_retrieved - t_resolved) * 1000,
@@ -316,7 +219,7 @@ class Engine:
         }
         if followup.turns_used:
             timings["rewrite"] = (t_resolved - started) * 1000
-        base = Answer(
+        answer = Answer(
             question=followup.question,
             answer=REFUSAL,
             refused=True,
@@ -327,46 +230,21 @@ class Engine:
             generator=gen.name,
             scope={k: list(v) for k, v in retrieval.scope.items()},
             intent=intent,
-            notes=followup.notes() + ((UNTRAINED_NOTE,) if reading.untrained else ()),
+            notes=followup.notes() + reading.notes(),
             standalone_question=followup.standalone if followup.rewritten else None,
         )
-        if not decision.answer:
-            timings["total"] = (time.perf_counter() - started) * 1000
-            yield audited(replace(base, timings_ms=timings))
-            return
-        result: Generation | None = None
-        error: str | None = None
-        try:
-            for piece in gen.stream(self._evidence(query, retrieval, reading)):
-                if isinstance(piece, Generation):
-                    result = piece
-                else:
-                    yield piece
-        except GenerationError as exc:
-            error = exc.message
-        done = time.perf_counter()
-        timings["generate"] = (done - t_gated) * 1000
-        timings["total"] = (done - started) * 1000
-        if result is None:
-            yield replace(
-                base,
-                answer="",
-                refused=False,
-                refused_by=None,
-                timings_ms=timings,
-                error=error or f"{gen.name} returned no answer",
-            )
-            return
-        citations = () if result.refused else result.citations
-        yield audited(
-            replace(
-                base,
-                answer=REFUSAL if result.refused else result.text,
-                refused=result.refused,
-                citations=citations,
-                refused_by="generator" if result.refused else None,
-                prompt_version=result.prompt_version,
-                timings_ms=timings,
-                notes=base.notes + self._version_notes(citations, query.as_of),
-            )
-        )
+        if decision.answer:
+            result: Generation | str = f"{gen.name} returned no answer"
+            try:
+                for piece in gen.stream(Evidence.of(query, retrieval, reading, self.passage_text)):
+                    if isinstance(piece, Generation):
+                        result = piece
+                    else:
+                        yield piece
+            except GenerationError as exc:
+                result = exc.message
+            timings["generate"] = (time.perf_counter() - t_gated) * 1000
+            answer = answered(answer, result, self.catalog, query.day)
+        timings["total"] = (time.perf_counter() - started) * 1000
+        answer = replace(answer, timings_ms=timings)
+        yield answer if answer.error else audited(answer)

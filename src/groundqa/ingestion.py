@@ -21,7 +21,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from groundqa.acronyms import mine_acronyms
 from groundqa.chunking import ChunkerSettings, chunk_documents
 from groundqa.embed import Embedder, EmbedderOptions, Matrix, get_embedder
 from groundqa.errors import EmptyCorpusError, GroundqaError, Interrupted, ValidationBlocked
@@ -39,6 +38,7 @@ from groundqa.index.manifest import (
 from groundqa.index.open import is_store_url
 from groundqa.loaders import LoadResult, OcrBudget, load
 from groundqa.models import Chunk, Document, Finding
+from groundqa.query.acronyms import mine_acronyms
 from groundqa.text import Analyzer
 from groundqa.validate import has_blocking, validate
 

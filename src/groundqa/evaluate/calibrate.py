@@ -1,7 +1,7 @@
 """Calibrating the gate on a probe set, and measuring it honestly.
 
 `calibrate` runs every probe through retrieval once, within the probe's `scope`
-as `eval` asks it, collects the gate's features (`Engine.screen`), fits the
+as `eval` asks it, collects the gate's features (`screen`), fits the
 logistic model on all of them and sets the threshold for the target
 false-refusal rate from out-of-fold probabilities. The figures it reports come
 from nested cross-validation (`calibration.cross_validate`): no question is
@@ -43,6 +43,7 @@ from groundqa.gate import (
     READER_FEATURES,
     Gate,
     calibrated_gate,
+    gate_features,
 )
 from groundqa.gate.features import FEATURES_VERSION
 from groundqa.gate.model import (
@@ -58,10 +59,11 @@ from groundqa.gate.model import (
     refusal_at,
     roc_auc,
 )
-from groundqa.generate import GeneratorOptions
+from groundqa.generate import Evidence, GeneratorOptions
 from groundqa.index.manifest import Manifest
 from groundqa.index.open import current_manifest, set_gate
 from groundqa.ingestion import corpus_fingerprint, ingest_documents, reload_recorded
+from groundqa.query import Query
 
 # Fixed cutoffs shown beside the calibrated gate: (name, feature, minimum to answer).
 BASELINES = (("coverage>=0.4", "coverage", 0.4), ("cosine>=0.3", "dense_top", 0.3))
@@ -99,6 +101,18 @@ def feature_names(engine: Engine) -> tuple[str, ...]:
     )
 
 
+def screen(
+    engine: Engine, question: Query | str, **fields: Any
+) -> tuple[Evidence, dict[str, float]]:
+    """What `ask` would hand the gate and the generator, without deciding: calibration
+    fits the gate on these, and replays generators on the same evidence."""
+    query = Query.of(question, **fields)
+    retrieval = engine.retrieval(query)
+    reading = engine.read(retrieval)
+    evidence = Evidence.of(query, retrieval, reading, engine.passage_text)
+    return evidence, gate_features(retrieval, reading)
+
+
 def probe_features(
     engine: Engine,
     probes: Sequence[Probe],
@@ -116,7 +130,7 @@ def probe_features(
     declined: list[bool] = []
     empty: list[bool] = []
     for probe in probes:
-        evidence, feats = engine.screen(probe.question, retriever=retriever, scope=probe.scope)
+        evidence, feats = screen(engine, probe.question, retriever=retriever, scope=probe.scope)
         rows.append([feats.get(n, 0.0) for n in names])
         nothing = not feats or not evidence.weights
         empty.append(nothing)

@@ -190,7 +190,7 @@ def _listed(ids: Sequence[str], shown: int = 8) -> str:
 def expected_documents(engine: Engine, probes: Sequence[Probe]) -> dict[str, str]:
     """The document of each expected section id the index holds."""
     named = sorted({e for p in probes for e in p.expected})
-    found = ((e, engine.section_chunks(e)) for e in named)
+    found = ((e, engine.catalog.section(e)) for e in named)
     return {e: chunks[0].doc_id for e, chunks in found if chunks}
 
 
@@ -270,8 +270,8 @@ def evaluate_probes(
         outside = None
         if probe.scope and not answer.refused:
             inside = engine.facets.scope_mask(engine.facets.resolve_scope(probe.scope))
-            rows = engine.rows_of(c.chunk_id for c in answer.citations)
-            outside = inside is not None and not all(inside[r] for r in rows)
+            rows = engine.catalog.rows_of(c.chunk_id for c in answer.citations)
+            outside = inside is not None and not all(inside[r] for r in rows.values())
         results.append(
             ProbeResult(
                 probe=probe,
@@ -467,6 +467,11 @@ class Comparison:
         }
 
 
+def compared_retrievers(engine: Engine) -> list[str]:
+    """What `eval` compares when not told: each method alone, and the default plan."""
+    return list(dict.fromkeys([*engine.retrievers, engine.default_retriever]))
+
+
 def compare_retrievers(
     engine: Engine,
     probes: Sequence[Probe],
@@ -479,7 +484,7 @@ def compare_retrievers(
 ) -> Comparison:
     """`evaluate_probes` for each of `retrievers` (default: each method the index serves,
     and its default plan)."""
-    names = list(retrievers) or engine.compared_retrievers
+    names = list(retrievers) or compared_retrievers(engine)
     reports = tuple(
         evaluate_probes(
             engine,

@@ -15,14 +15,18 @@ refusal carries no citation.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from groundqa.errors import CalibrationError
 from groundqa.gate.features import FEATURES_VERSION, LEXICAL_FEATURES, READER_FEATURES
 from groundqa.gate.model import Logistic
 from groundqa.models import GateDecision
+from groundqa.read import Reading
 
 CONFIDENT = "confident"
 CAUTIOUS = "cautious"
@@ -53,6 +57,19 @@ class Gate:
     @property
     def kind(self) -> str:
         return "calibrated-logistic" if self.calibrated else "default-logistic"
+
+    @cached_property
+    def digest(self) -> str:
+        """A short hash of everything that decides (model, cuts, fitted-on figures)."""
+        settings = json.dumps(self.to_dict(), sort_keys=True)
+        return hashlib.sha256(settings.encode("utf-8")).hexdigest()[:12]
+
+    def for_reading(self, reading: Reading) -> Gate:
+        """The gate for this reading: this one, unless it weighs the answer model's scores
+        and the model did not read (a question not in its language)."""
+        if reading.scored or not set(self.model.names) & set(READER_FEATURES):
+            return self
+        return default_gate(reader=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -17,17 +17,21 @@ embedders); `bedrock:` leaves region and credentials to boto3's own resolution.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from groundqa import registry
 from groundqa.clauses import clause_ref
 from groundqa.errors import UsageError
-from groundqa.intent import GenerationSettings
-from groundqa.models import Citation, Hit
+from groundqa.index.catalog import Catalog
+from groundqa.models import REFUSAL, Answer, Citation, Hit
 from groundqa.providers import GeneratorOptions
+from groundqa.query import Query
+from groundqa.query.intent import GenerationSettings
 from groundqa.read import Reading
+from groundqa.retrieve import Retrieval
 from groundqa.text import PassageTerms, find_opening, split_sentences
 
 
@@ -43,6 +47,22 @@ class Evidence:
     settings: GenerationSettings = field(default_factory=GenerationSettings)
     intent: str = "lookup"
     reading: Reading | None = None
+
+    @classmethod
+    def of(
+        cls, query: Query, retrieval: Retrieval, reading: Reading, text: PassageTerms
+    ) -> Evidence:
+        """What the engine hands a generator for `query`: its retrieval, read."""
+        intent, settings = query.settings()
+        return cls(
+            query.question,
+            retrieval.weights,
+            retrieval.hits,
+            text,
+            settings=settings,
+            intent=intent,
+            reading=reading,
+        )
 
 
 @dataclass(frozen=True)
@@ -133,12 +153,32 @@ def cite(n: int, hit: Hit, snippet: str) -> Citation:
     )
 
 
+def answered(base: Answer, result: Generation | str, catalog: Catalog, day: dt.date) -> Answer:
+    """`base`, the gate's answer before generation, as the generator left it: its text and
+    citations, its own refusal, or `result` the error that stopped it (the passages are
+    kept). An answer that cites a document not in force on `day` says so."""
+    if isinstance(result, str):
+        return replace(base, answer="", refused=False, refused_by=None, error=result)
+    citations = () if result.refused else result.citations
+    docs = [c.doc_id for c in citations]
+    return replace(
+        base,
+        answer=REFUSAL if result.refused else result.text,
+        refused=result.refused,
+        citations=citations,
+        refused_by="generator" if result.refused else None,
+        prompt_version=result.prompt_version,
+        notes=base.notes + catalog.versions(docs).notes(docs, day),
+    )
+
+
 __all__ = [
     "Evidence",
     "Generation",
     "GenerationSettings",
     "Generator",
     "GeneratorOptions",
+    "answered",
     "available",
     "cite",
     "get_generator",

@@ -36,6 +36,10 @@ class Catalog(Protocol):
         """The rows of the chunk ids given that the build holds."""
         ...
 
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        """The chunk with this id (None when the build has none)."""
+        ...
+
     def document(self, doc_id: str) -> list[Chunk]:
         """A document's chunks in reading order (empty when the id is unknown)."""
         ...
@@ -83,6 +87,10 @@ class MemoryCatalog:
 
     def rows_of(self, chunk_ids: Iterable[str]) -> dict[str, int]:
         return {c: self._row_of[c] for c in chunk_ids if c in self._row_of}
+
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        row = self._row_of.get(chunk_id)
+        return None if row is None else self._chunks[row]
 
     def document(self, doc_id: str) -> list[Chunk]:
         return self.chunks_at(self._rows_by["doc"].get(doc_id, []))

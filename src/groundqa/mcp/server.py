@@ -230,12 +230,12 @@ class CorpusTools:
 
     def _source(self, id_: str) -> CallToolResult:
         key = id_.strip()
-        chunk = self.engine.chunk(key)
+        chunk = self.engine.catalog.chunk(key)
         if chunk is not None:
             result = source_result(key, "chunk", [chunk])
-        elif chunks := self.engine.document_chunks(key):
+        elif chunks := self.engine.catalog.document(key):
             result = source_result(key, "document", chunks)
-        elif chunks := self.engine.section_chunks(key):
+        elif chunks := self.engine.catalog.section(key):
             result = source_result(key, "section", chunks)
         else:
             raise UsageError(

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
-from groundqa.definitions import defined_term, definition_pattern
 from groundqa.lexicon import (
     MENTIONS_CALENDAR_DATE,
     MENTIONS_DATE,
@@ -36,7 +35,8 @@ from groundqa.lexicon import (
     find_instructions,
 )
 from groundqa.models import Chunk, Hit
-from groundqa.read.model import AnswerModel, trained_language
+from groundqa.query.definitions import defined_term, definition_pattern
+from groundqa.read.model import UNTRAINED_NOTE, AnswerModel, trained_language
 from groundqa.text import PassageTerms, leading_title
 
 # What reads the passages: word coverage alone, or the shipped answer model. Word coverage
@@ -253,6 +253,10 @@ class Reading:
     def scored(self) -> bool:
         """Whether the answer model read these sentences (its scores rank them)."""
         return any(s.answer is not None for s in self.sentences)
+
+    def notes(self) -> tuple[str, ...]:
+        """What the answer tells its reader about this reading."""
+        return (UNTRAINED_NOTE,) if self.untrained else ()
 
     def answers(self) -> list[float]:
         """The answer model's scores, highest first (empty: it did not read)."""

@@ -5,7 +5,7 @@
     rerank      optional rerankers (cross-encoder, a chat model's ratings)
 
 Acronym expansion and definition lifting are shared with ingestion and live in
-`groundqa.acronyms` and `groundqa.definitions`; fusion rules are pure functions
+`groundqa.query.acronyms` and `groundqa.query.definitions`; fusion rules are pure functions
 in `groundqa.fusion`, which the stores use too; metadata filters, the jurisdiction
 scope hierarchy and place detection are in `groundqa.facets`, which the stores
 answer from memory or SQL.

@@ -11,7 +11,6 @@ carried in the Retrieval: nothing downstream searches again.
 
 from __future__ import annotations
 
-import datetime as dt
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -22,9 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from groundqa.acronyms import expand_query
 from groundqa.chunking import ChunkerSettings
-from groundqa.definitions import defined_term, defines
 from groundqa.embed import Embedder, EmbedderOptions, Matrix, get_embedder
 from groundqa.errors import UsageError
 from groundqa.facets import Facets
@@ -34,6 +31,8 @@ from groundqa.index.dense import check_embedder
 from groundqa.models import Chunk, Hit
 from groundqa.providers import GeneratorOptions
 from groundqa.query import Query
+from groundqa.query.acronyms import expand_query
+from groundqa.query.definitions import defined_term, defines
 from groundqa.retrieve.plan import (
     DEFAULT_DENSE_PLAN,
     DEFAULT_LEXICAL_PLAN,
@@ -321,7 +320,7 @@ class Retriever:
             read.update(zip(rows, catalog.chunks_at(rows), strict=True))
             ranked = _lift(ranked, lambda row: defines(read[row].text, term), DEFINITION_BOOST)
         versions = catalog.versions(set(doc_of.values()))
-        ranked = versions.prefer(ranked, doc_of, query.as_of or dt.date.today())
+        ranked = versions.prefer(ranked, doc_of, query.day)
         if plan.cap is not None:
             ranked = cap_per_group(ranked, lambda r: doc_of[r[0]], plan.cap, keep)
         if plan.mmr is not None:

@@ -231,7 +231,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
 
         The id may contain `/`; a `#` in it is sent percent-encoded, as `%23`.
         """
-        chunks = live.get().document_chunks(doc_id)
+        chunks = live.get().catalog.document(doc_id)
         if not chunks:
             raise HTTPException(404, f"no document {doc_id!r} in this index")
         return document_view(chunks)
@@ -239,7 +239,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
     @app.get("/chunks/{chunk_id}", responses=error_responses(401, 404, 500, *LIMITED))
     def chunk(chunk_id: str) -> dict[str, Any]:
         """One chunk with its section breadcrumb, link, text and metadata."""
-        found = live.get().chunk(chunk_id)
+        found = live.get().catalog.chunk(chunk_id)
         if found is None:
             raise HTTPException(404, f"no chunk {chunk_id!r} in this index")
         return chunk_view(found)

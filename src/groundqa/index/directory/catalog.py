@@ -158,6 +158,10 @@ class FileCatalog:
         row_of = self._keys["row_of"]
         return {c: row_of[c] for c in chunk_ids if c in row_of}
 
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        row = self._keys["row_of"].get(chunk_id)
+        return None if row is None else self.chunks_at([row])[0]
+
     def document(self, doc_id: str) -> list[Chunk]:
         _, number, doc_rows = self._documents
         if doc_id not in number:

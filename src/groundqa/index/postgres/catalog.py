@@ -266,6 +266,10 @@ class SqlCatalog:
             )
             return {str(c): int(r) for c, r in cur.fetchall()}
 
+    def chunk(self, chunk_id: str) -> Chunk | None:
+        found = self._select("chunk_id = %s", (chunk_id,))
+        return found[0][1] if found else None
+
     def document(self, doc_id: str) -> list[Chunk]:
         return [c for _, c in self._select("doc_id = %s", (doc_id,))]
 

@@ -26,19 +26,22 @@ over the user turns of the history in order, so "and in winter?" after "what
 about Westhaven?" still carries the first question's topic. Only the last
 `MAX_HISTORY_TURNS` turns are read (see `query.Query`).
 
-This module holds no index and no model: the engine hands it the corpus's
-analyzer (`topic_words`), its place names (`places`) and, where there is one,
-the model's `complete`.
+This module holds no index and no model: the engine hands `resolve` the corpus's
+`Vocabulary` (its analyzer's topic terms and its place names) and the query's
+generator, whose `complete` rewrites when it is a language model.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from groundqa.errors import GroundqaError
-from groundqa.query import MAX_QUESTION_CHARS, Turn
+from groundqa.facets import Facets
+from groundqa.query.request import MAX_QUESTION_CHARS, Query, Turn
+from groundqa.text import Analyzer
 
 # A language model's reply to one plain prompt: (system, user, max_tokens) -> text.
 Complete = Callable[[str, str, int], str]
@@ -154,6 +157,17 @@ class Vocabulary:
 
     topic_terms: Callable[[str], list[str]]
     places: Callable[[str], set[str]]
+
+    @classmethod
+    def of(cls, analyzer: Analyzer, facets: Facets) -> Vocabulary:
+        """A corpus's vocabulary: its analyzer's query terms, and the folded words of the
+        places (metadata values) a text names."""
+
+        def places(text: str) -> set[str]:
+            named = facets.detect_scope(text)
+            return {w for values in named.values() for v in values for w in v.casefold().split()}
+
+        return cls(analyzer.query_terms, places)
 
     def topic_words(self, text: str) -> list[str]:
         """The text's words that name a topic (not places, not generic), as written."""
@@ -315,6 +329,23 @@ def standalone(
     return Followup(question, rewritten, method, used, earlier_turns)
 
 
+def resolve(query: Query, vocabulary: Vocabulary, generator: Any = None) -> tuple[Query, Followup]:
+    """The query to retrieve and answer for, and how it was read: a follow-up made
+    standalone, without its history, by `generator` when that is a language model (it
+    has `complete`), else by the rule. A query without history is itself."""
+    if not query.history:
+        return query, Followup(query.question, query.question, earlier_turns=query.earlier_turns)
+    followup = standalone(
+        query.question,
+        query.history,
+        vocabulary,
+        complete=getattr(generator, "complete", None),
+        model=getattr(generator, "name", ""),
+        earlier_turns=query.earlier_turns,
+    )
+    return replace(query, question=followup.standalone, history=(), earlier_turns=0), followup
+
+
 __all__ = [
     "Complete",
     "Followup",
@@ -323,6 +354,7 @@ __all__ = [
     "dropped_words",
     "leans_on_history",
     "model_reply",
+    "resolve",
     "rewrite_prompt",
     "standalone",
 ]

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from groundqa.errors import UsageError
-from groundqa.intent import GenerationSettings, preset_for
 from groundqa.providers import GeneratorOptions
+from groundqa.query.intent import GenerationSettings, preset_for
 from groundqa.text import well_formed
 
 MAX_K = 100
@@ -173,6 +173,11 @@ class Query:
         return intent, preset.merged(
             k=self.k, temperature=self.temperature, max_tokens=self.max_tokens
         )
+
+    @property
+    def day(self) -> dt.date:
+        """The day the answer is for: `as_of`, or today."""
+        return self.as_of or dt.date.today()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
