@@ -1,6 +1,6 @@
 """Hand-written passages and answers for the audit's tests, and the helpers that audit them.
 
-Used by tests/test_audit.py and the test files of the audit's parts
+Used by tests/audit/test_audit.py and the test files of the audit's parts
 (test_audit_citations.py, test_audit_facts.py, test_audit_instructions.py).
 """
 

@@ -2,8 +2,8 @@
 
 Each generator writes one attack into a folder the caller owns (a test's `tmp_path`,
 a benchmark's scratch folder) and returns the path to load. The tests for the loaders
-use them to show that each attack is refused cheaply (`tests/test_loaders.py`,
-`tests/test_docx.py`, `tests/test_ocr.py`); `bench/fuzz.py` may load them to measure
+use them to show that each attack is refused cheaply (`tests/loaders/test_loaders.py`,
+`tests/loaders/test_docx.py`, `tests/loaders/test_ocr.py`); `bench/fuzz.py` may load them to measure
 what each costs. Nothing here reads the project's code: an attack is bytes on disk.
 
 - `corpus_with_outside_symlink`: a corpus folder whose links point outside it (a

@@ -1,6 +1,6 @@
 """Tests for lexicon.py: what markers, sentences, legal units, facts and instructions look like.
 
-The audit's tests (tests/test_audit_*.py) check what is made of these shapes; here
+The audit's tests (tests/audit/test_audit_*.py) check what is made of these shapes; here
 each shape is checked on its own, with the look-alikes it must refuse.
 """
 

@@ -136,7 +136,7 @@ format_option = click.option(
     default="auto",
     show_default=True,
     # loaders.FORMATS, spelled out so that startup does not import the loaders
-    # (tests/test_loaders.py checks the two agree).
+    # (tests/loaders/test_loaders.py checks the two agree).
     type=click.Choice(["auto", "csv", "markdown", "pdf", "html", "docx", "text", "beir", "obliqa"]),
     help="Corpus format; auto detects it from each path.",
 )

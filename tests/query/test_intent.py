@@ -17,7 +17,7 @@ from groundqa.query.intent import (
     preset_for,
 )
 
-LABELLED = Path(__file__).resolve().parents[1] / "bench" / "intents.jsonl"
+LABELLED = Path(__file__).resolve().parents[2] / "bench" / "intents.jsonl"
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,8 @@ from groundqa.evaluate import Probe, evaluate_probes, load_probes
 from groundqa.ingestion import ingest
 from groundqa.loaders import load
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+ROOT = Path(__file__).resolve().parents[2]
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 PROBE_FILE = ROOT / "bench" / "city_guides.probes.jsonl"
 
 sys.path.insert(0, str(ROOT / "bench"))

@@ -14,7 +14,7 @@ from groundqa.loaders import FORMATS, LoadResult, detect_format, load
 from groundqa.models import Document, Finding
 from tests.hostilekit import OUTSIDE_SECRET, corpus_with_outside_symlink, outside_link
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
 
 def shared(relative: str) -> Path:

@@ -31,8 +31,8 @@ from groundqa.models import REFUSAL
 from groundqa.serve.chat import Deltas
 from tests.conftest import REGPACK
 from tests.fakes import FakeServer, Out, Seen
-from tests.test_api import NEER, OFF_TOPIC, TOKEN, VEGETATION
-from tests.test_limits import SERVE, groundqa_serve
+from tests.serve.test_api import NEER, OFF_TOPIC, TOKEN, VEGETATION
+from tests.serve.test_limits import SERVE, groundqa_serve
 
 TURBINE = "What is the turbine setback from a dwelling?"
 PROTECTED = "How big does a tree have to be before it's protected in Fennick City?"

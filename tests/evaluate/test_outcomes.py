@@ -25,8 +25,8 @@ from groundqa.ingestion import ingest
 from groundqa.models import CAUTION, REFUSAL, Answer
 from groundqa.serve import ServeSettings
 from tests.conftest import REGPACK, REGPACK_PROBES, widen_the_band
-from tests.test_api import NEER, OFF_TOPIC, live_server
-from tests.test_mcp import Connection, stdio_session, text_of
+from tests.mcp.test_mcp import Connection, stdio_session, text_of
+from tests.serve.test_api import NEER, OFF_TOPIC, live_server
 
 CAUTION_LINE = f"({CAUTION}.)"
 

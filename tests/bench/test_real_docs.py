@@ -13,7 +13,7 @@ import pytest
 from groundqa.models import Document, Section
 from tests.conftest import need_shared
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import _ocr_reference  # noqa: E402

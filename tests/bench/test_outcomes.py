@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import REGPACK, REGPACK_PROBES, widen_the_band
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import outcomes  # noqa: E402

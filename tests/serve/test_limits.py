@@ -44,7 +44,7 @@ from groundqa.serve import DEFAULT_RATE_LIMIT, RATE_BURST, RateLimiter, default_
 from groundqa.serve.settings import DEFAULT_CLIENT_CONNECTIONS, default_client_connections
 from tests.conftest import REGPACK
 from tests.fakes import FakeServer, Out, Reply, Seen
-from tests.test_api import NEER, SERVE, _events, _free_port, _wait_for_health
+from tests.serve.test_api import NEER, SERVE, _events, _free_port, _wait_for_health
 
 ANSWER = "Failing to lodge a NEER report by the due date attracts a civil penalty. [1]"
 CLAIM = "attracts a civil penalty"

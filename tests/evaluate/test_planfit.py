@@ -24,7 +24,7 @@ from groundqa.ingestion import ingest
 from groundqa.retrieve import DEFAULT_DENSE_PLAN, DEFAULT_LEXICAL_PLAN, describe_fit
 from groundqa.serve.settings import ServeSettings
 from tests.conftest import REGPACK, copy_index, write_small_corpus
-from tests.test_api import live_server
+from tests.serve.test_api import live_server
 
 # ---------------------------------------------------------------- the interval
 

@@ -35,9 +35,9 @@ from groundqa.index.dense import pg_search_width
 from groundqa.ingestion import ingest
 from groundqa.serve import ServeSettings
 from groundqa.text import DEFAULT_ANALYZER
+from tests.cli.test_cli import one_error_line
 from tests.conftest import REGPACK, REGPACK_PROBES, copy_index, pg_database_url
-from tests.test_api import _free_port, _wait_for_health, keep_asking_through, live_server
-from tests.test_cli import one_error_line
+from tests.serve.test_api import _free_port, _wait_for_health, keep_asking_through, live_server
 
 psycopg = pytest.importorskip(
     "psycopg", reason="PostgreSQL tests need pip install -e '.[postgres]'"
@@ -676,7 +676,7 @@ def test_urls_lose_their_password_in_messages() -> None:
 
 
 def test_chunk_page_starts_round_trip_and_stay_out_of_metadata(pg_url: str, tmp_path: Path) -> None:
-    from tests.test_pdf_headings import _review
+    from tests.loaders.test_pdf_headings import _review
 
     folder = tmp_path / "docs"
     folder.mkdir()

@@ -16,7 +16,7 @@ import pytest
 from groundqa.engine import Engine
 from groundqa.index.catalog import MemoryCatalog
 from groundqa.ingestion import ingest
-from tests.test_catalog import same_as_in_memory, write_mixed_corpus
+from tests.index.test_catalog import same_as_in_memory, write_mixed_corpus
 
 psycopg = pytest.importorskip(
     "psycopg", reason="PostgreSQL tests need pip install -e '.[postgres]'"

@@ -32,7 +32,7 @@ from groundqa.validate import (
     welded_markers,
 )
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
 WORDS = [
     *("site", "plant", "tank", "valve", "river", "flood", "storm", "wind", "heat", "cold"),

@@ -27,9 +27,9 @@ from groundqa.engine import Engine
 from groundqa.ingestion import ingest
 from groundqa.serve import ServeSettings
 from tests import pgserver
+from tests.cli.test_cli import one_error_line
 from tests.conftest import REGPACK
-from tests.test_api import live_server
-from tests.test_cli import one_error_line
+from tests.serve.test_api import live_server
 
 psycopg = pytest.importorskip(
     "psycopg", reason="PostgreSQL tests need pip install -e '.[postgres]'"

@@ -116,7 +116,7 @@ def test_health_says_the_floor_was_fitted(fitted: Path) -> None:
     import httpx
 
     from groundqa.serve import ServeSettings
-    from tests.test_api import live_server
+    from tests.serve.test_api import live_server
 
     with live_server(Engine.open(fitted), ServeSettings()) as base:
         gate = httpx.get(f"{base}/health", timeout=30).json()["gate"]

@@ -322,7 +322,7 @@ def test_api_answers_while_redis_is_down(engine: Any) -> None:
     import httpx
 
     from groundqa.serve import ServeSettings
-    from tests.test_api import live_server
+    from tests.serve.test_api import live_server
 
     dead = f"redis://127.0.0.1:{free_port()}/0"
     with live_server(engine, ServeSettings(cache=dead)) as base:
@@ -340,7 +340,7 @@ def test_two_servers_share_one_redis_cache(engine: Any, redis_server: RedisServe
     import httpx
 
     from groundqa.serve import ServeSettings
-    from tests.test_api import live_server
+    from tests.serve.test_api import live_server
 
     settings = ServeSettings(cache=redis_server.url)
     with live_server(engine, settings) as first, live_server(engine, settings) as second:
