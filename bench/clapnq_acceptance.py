@@ -28,19 +28,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import WORK, machine, shared_path, write_result
-from gate import _clapnq_corpus
 from groundqa.engine import Engine
 from groundqa.evaluate.calibrate import fit_report, probe_features
 from groundqa.gate.model import refusal_at, roc_auc
 from groundqa.ingestion import ingest
+from sets import clapnq_corpus
 
 ACCEPT_WORK = WORK / "clapnq_acceptance"
 
 
 def _engine(folder: Path, name: str, reader: str) -> tuple[Engine, list[Any]]:
-    corpus, probes = _clapnq_corpus(folder)
+    corpus, probes = clapnq_corpus(folder)
     index = ACCEPT_WORK / name
-    # _clapnq_corpus writes under bench/.work/gate/clapnq; keep each half's own copy.
+    # clapnq_corpus writes under bench/.work/gate/clapnq; keep each half's own copy.
     own = ACCEPT_WORK / f"{name}.jsonl"
     own.parent.mkdir(parents=True, exist_ok=True)
     own.write_text(corpus.read_text(encoding="utf-8"), encoding="utf-8")

@@ -54,7 +54,7 @@ from groundqa.evaluate.harness import holds_all
 from groundqa.evaluate.probes import Probe
 from groundqa.generate.extractive import ExtractiveGenerator
 from groundqa.ingestion import ingest
-from synthetic import corpora
+from sets import corpora, real_documents
 
 CONCISE_WORK = WORK / "concise"
 ANSWERERS = {
@@ -84,36 +84,8 @@ def overlap(answer: str, reference: str) -> tuple[float, float, float]:
     return p, r, 2 * p * r / (p + r)
 
 
-def real_documents() -> dict[str, tuple[list[Path], str, list[Probe]]]:
-    """The real documents in ../shared with their questions, and the held-out manuals
-    that Debian packages install (`real_docs.HELD_OUT_FILES`) with theirs: name ->
-    (the files, format, questions), for those that are here."""
-    from real_docs import HELD_OUT_FILES, HELD_OUT_PROBES, PROBES, load_real_probes
-
-    out: dict[str, tuple[list[Path], str, list[Probe]]] = {}
-    folder = shared_path("corpora", "real_docs")
-    held = [p for p in HELD_OUT_FILES if p.exists()]
-    for name, files, path in (
-        ("real documents", sorted(folder.iterdir()) if folder else [], PROBES),
-        ("real documents, held out", held, HELD_OUT_PROBES),
-    ):
-        names = {f.name for f in files}
-        probes = [
-            Probe(id=p.id, question=p.question, kind="answerable", answer_contains=(p.answer,))
-            for p in load_real_probes(path)
-            if p.doc in names
-        ]
-        if probes:
-            out[name] = (
-                [f for f in files if f.name in {p.doc for p in load_real_probes(path)}],
-                "auto",
-                probes,
-            )
-    return out
-
-
 def clapnq_references(folder: Path) -> dict[str, list[str]]:
-    """Probe id (as `gate._clapnq_corpus` names it) -> the reference answers."""
+    """Probe id (as `sets.clapnq_corpus` names it) -> the reference answers."""
     out: dict[str, list[str]] = {}
     path = folder / "clapnq_dev_answerable.jsonl"
     for raw in path.read_text(encoding="utf-8").splitlines():

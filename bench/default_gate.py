@@ -68,12 +68,12 @@ def clapnq_training_features(index: Path, reader: str) -> ProbeFeatures:
     """ClapNQ's shared half over a BM25-only build at `index`, read with `reader`: its
     answerable questions, its unanswerable ones (near misses), and `_foreign_questions`."""
     sys.path.insert(0, str(ROOT / "bench"))
-    from gate import _clapnq_corpus
+    from sets import clapnq_corpus
 
     folder = ROOT.parent / "shared" / "bench" / "clapnq"
     if not folder.is_dir():
         raise SystemExit(f"{folder} is missing: the default gates are fitted on it")
-    corpus, probes = _clapnq_corpus(folder)
+    corpus, probes = clapnq_corpus(folder)
     ingest([corpus], index, dense=None, fmt="beir")
     return probe_features(Engine.open(index, reader=reader), [*probes, *_foreign_questions()])
 

@@ -45,9 +45,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, WORK, machine, shared_path, write_result
+import sets
+from _common import WORK, machine, shared_path, write_result
 from default_gate import clapnq_training_features
-from gate import _engine, _obliqa_probes
+from gate import _engine
 from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
 from groundqa.evaluate.calibrate import (
@@ -163,35 +164,25 @@ def training() -> dict[str, ProbeFeatures] | None:
 
 
 def held_out() -> dict[str, ProbeFeatures] | None:
-    guides = shared_path("corpora", "city_guides")
-    natech = shared_path("corpora", "natech")
-    obliqa = shared_path("bench", "obliqa")
-    if guides is None or natech is None or obliqa is None:
+    city_guides, natech, obliqa = sets.city_guides(), sets.natech(), sets.obliqa()
+    if city_guides is None or natech is None or obliqa is None:
         return None
     from dense import DENSE_WORK
-    from seeds import city_guides_probes, natech_probes
 
+    guides, own, seed_probes = city_guides
+    csv, natech_probes = natech
     # The gate benchmark's own default builds, and the dense benchmark's ObliQA index.
     city = _engine([guides], "city_guides", reader="lexical")
-    ingest([obliqa / "StructuredRegulatoryDocuments"], DENSE_WORK / "obliqa", fmt="obliqa")
+    ingest([obliqa.documents], DENSE_WORK / "obliqa", fmt="obliqa")
     return {
-        "city guides, seed questions": probe_features(
-            city, city_guides_probes(guides / "questions.json", guides)
-        ),
-        "city guides, our probes": probe_features(
-            city, load_probes(ROOT / "bench" / "city_guides.probes.jsonl")
-        ),
+        "city guides, seed questions": probe_features(city, seed_probes),
+        "city guides, our probes": probe_features(city, own),
         "example corpus": probe_features(
-            _engine([ROOT / "examples" / "regpack"], "regpack", reader="lexical"),
-            load_probes(ROOT / "examples" / "regpack.probes.jsonl"),
+            _engine([sets.REGPACK], "regpack", reader="lexical"), load_probes(sets.REGPACK_PROBES)
         ),
-        "natech": probe_features(
-            _engine([natech / "guidance.csv"], "natech", reader="lexical"),
-            natech_probes(natech / "probes.json"),
-        ),
+        "natech": probe_features(_engine([csv], "natech", reader="lexical"), natech_probes),
         "obliqa dev": probe_features(
-            Engine.open(DENSE_WORK / "obliqa", reader="lexical"),
-            _obliqa_probes(obliqa),
+            Engine.open(DENSE_WORK / "obliqa", reader="lexical"), obliqa.probes()
         ),
     }
 

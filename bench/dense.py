@@ -23,12 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import sets
 from _common import (
     ROOT,
     WORK,
     latency_summary,
     machine,
-    shared_path,
     time_each,
     write_result,
 )
@@ -151,16 +151,14 @@ def _built(part: dict[str, Any]) -> str:
 
 
 def scifact() -> dict[str, Any] | None:
-    folder = shared_path("bench", "scifact")
-    if folder is None:
+    test, train = sets.scifact("test"), sets.scifact("train")
+    if test is None or train is None:
         return None
     from groundqa.engine import Engine
-    from groundqa.evaluate.beir import load_beir_set, retrieve_run, score_run
+    from groundqa.evaluate.beir import retrieve_run, score_run
     from groundqa.index.directory import DirectoryStore
     from groundqa.ingestion import ingest
 
-    test = load_beir_set(folder, "test")
-    train = load_beir_set(folder, "train")
     index = DENSE_WORK / "scifact"
     report = ingest([test.corpus], index, fmt="beir")
     engine = Engine.open(index)
@@ -207,15 +205,13 @@ def scifact() -> dict[str, Any] | None:
 def scifact_whole() -> dict[str, Any] | None:
     """The published protocol for the model check: one vector per abstract (title and text,
     truncated at 256 word pieces), no splitting, so dense nDCG@10 compares with 0.645."""
-    folder = shared_path("bench", "scifact")
-    if folder is None:
+    if (test := sets.scifact("test")) is None:
         return None
     from groundqa.chunking import ChunkerSettings
     from groundqa.engine import Engine
-    from groundqa.evaluate.beir import load_beir_set, retrieve_run, score_run
+    from groundqa.evaluate.beir import retrieve_run, score_run
     from groundqa.ingestion import ingest
 
-    test = load_beir_set(folder, "test")
     index = DENSE_WORK / "scifact-whole"
     ingest([test.corpus], index, fmt="beir", chunker=ChunkerSettings(max_chars=100_000))
     engine = Engine.open(index)
@@ -243,14 +239,11 @@ def _probe_runs(
 
 
 def natech() -> dict[str, Any] | None:
-    csv = shared_path("corpora", "natech", "guidance.csv")
-    probes_file = shared_path("corpora", "natech", "probes.json")
-    if csv is None or probes_file is None:
+    if (natech := sets.natech()) is None:
         return None
-    import seeds
-
+    csv, probes = natech
     plans = (*RETRIEVERS, "bm25+defs", "hybrid+defs", "hybrid+weighted=0.5/0.5")
-    reports = _probe_runs([csv], seeds.natech_probes(probes_file), "natech", plans)
+    reports = _probe_runs([csv], probes, "natech", plans)
     out: dict[str, Any] = {}
     for plan, report in reports.items():
         first = next(r for r in report.results if r.probe.id == "natech-01")
@@ -266,17 +259,15 @@ def natech() -> dict[str, Any] | None:
 
 
 def obliqa() -> dict[str, Any] | None:
-    folder = shared_path("bench", "obliqa")
-    if folder is None:
+    if (dev := sets.obliqa()) is None:
         return None
     from groundqa.engine import Engine
     from groundqa.evaluate.beir import retrieve_run, score_run
     from groundqa.ingestion import ingest
-    from retrieval import obliqa_dev
 
-    queries, qrels = obliqa_dev(folder)
+    queries, qrels = dev.queries, dev.qrels
     index = DENSE_WORK / "obliqa"
-    report = ingest([folder / "StructuredRegulatoryDocuments"], index, fmt="obliqa")
+    report = ingest([dev.documents], index, fmt="obliqa")
     engine = Engine.open(index)
     out: dict[str, Any] = {
         "queries": len(queries),
@@ -311,12 +302,9 @@ CITY_KEYS = (
 
 
 def city_guides() -> dict[str, Any] | None:
-    guides = shared_path("corpora", "city_guides")
-    if guides is None:
+    if (city := sets.city_guides()) is None:
         return None
-    from groundqa.evaluate import load_probes
-
-    probes = load_probes(ROOT / "bench" / "city_guides.probes.jsonl")
+    guides, probes, _ = city
     reports = _probe_runs([guides], probes, "city_guides", CITY_PLANS)
     return {
         plan: {k: round(r.metrics[k], 4) for k in CITY_KEYS if k in r.metrics}

@@ -30,8 +30,6 @@ bench/results/gate_reliability.png.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -42,7 +40,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import RESULTS, ROOT, WORK, machine, shared_path, write_result
+import sets
+from _common import RESULTS, WORK, machine, write_result
 from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
 from groundqa.evaluate.calibrate import (
@@ -56,7 +55,6 @@ from groundqa.evaluate.calibrate import (
     probe_features,
     reliability,
 )
-from groundqa.evaluate.probes import Probe
 from groundqa.gate import DEFAULT_GATE, DEFAULT_READER_GATE, READER_FEATURES, Gate
 from groundqa.gate.model import Array, refusal_at, roc_auc
 from groundqa.ingestion import ingest
@@ -155,14 +153,10 @@ def _gate_summary(report: CalibrationReport) -> dict[str, Any]:
 
 
 def city_guides() -> dict[str, Any] | None:
-    guides = shared_path("corpora", "city_guides")
-    if guides is None:
+    if (city := sets.city_guides()) is None:
         return None
-    from seeds import city_guides_probes
-
+    guides, own, seed_probes = city
     engine = _engine([guides], "city_guides")
-    own = load_probes(ROOT / "bench" / "city_guides.probes.jsonl")
-    seed_probes = city_guides_probes(guides / "questions.json", guides)
     ours = probe_features(engine, own)
     seeds = probe_features(engine, seed_probes)
     report = fit_report(ours, info={"index_fingerprint": engine.manifest.fingerprint})
@@ -196,8 +190,8 @@ def city_guides() -> dict[str, Any] | None:
 
 
 def regpack() -> dict[str, Any]:
-    engine = _engine([ROOT / "examples" / "regpack"], "regpack")
-    probes = load_probes(ROOT / "examples" / "regpack.probes.jsonl")
+    engine = _engine([sets.REGPACK], "regpack")
+    probes = load_probes(sets.REGPACK_PROBES)
     data = probe_features(engine, probes)
     report = fit_report(data, info={"index_fingerprint": engine.manifest.fingerprint})
     lexical = fit_report(probe_features(_lexical(engine), probes))
@@ -212,72 +206,22 @@ def regpack() -> dict[str, Any]:
     }
 
 
-def _clapnq_corpus(folder: Path) -> tuple[Path, list[Probe]]:
-    """corpus.jsonl (one line per distinct passage) under bench/.work, and the probes."""
-    lines: dict[str, str] = {}
-    probes: list[Probe] = []
-    for name, kind in (("answerable", "answerable"), ("unanswerable", "near_miss")):
-        path = folder / f"clapnq_dev_{name}.jsonl"
-        for raw in path.read_text(encoding="utf-8").splitlines():
-            if not raw.strip():
-                continue
-            item = json.loads(raw)
-            ids = []
-            for passage in item["passages"]:
-                key = f"{passage['title']}\n{passage['text']}"
-                pid = "clapnq-" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:12]
-                record = {"_id": pid, "title": passage["title"], "text": passage["text"]}
-                lines.setdefault(pid, json.dumps(record, ensure_ascii=False))
-                ids.append(pid)
-            probes.append(
-                Probe(
-                    id=f"clapnq-{item['id']}",
-                    question=item["input"],
-                    expected=tuple(ids) if kind == "answerable" else (),
-                    kind=kind,
-                )
-            )
-    corpus = GATE_WORK / "clapnq" / "corpus.jsonl"
-    text = "".join(line + "\n" for line in lines.values())
-    if not corpus.is_file() or corpus.read_text(encoding="utf-8") != text:
-        corpus.parent.mkdir(parents=True, exist_ok=True)
-        corpus.write_text(text, encoding="utf-8")
-    return corpus, probes
-
-
-def _obliqa_probes(folder: Path) -> list[Probe]:
-    from retrieval import obliqa_dev
-
-    queries, qrels = obliqa_dev(folder)
-    return [
-        Probe(id=qid, question=queries[qid], expected=tuple(qrels[qid]), kind="answerable")
-        for qid in sorted(queries)
-    ]
-
-
 def uncalibrated() -> dict[str, Any] | None:
     """False refusals of the built-in defaults (and the fixed cutoffs) on answerable sets
     nobody calibrated a gate for: what a new index without a probe set gives."""
-    csv = shared_path("corpora", "natech", "guidance.csv")
-    natech = shared_path("corpora", "natech", "probes.json")
-    obliqa = shared_path("bench", "obliqa")
-    if csv is None or natech is None or obliqa is None:
+    natech, obliqa = sets.natech(), sets.obliqa()
+    if natech is None or obliqa is None:
         return None
     from dense import DENSE_WORK
-    from seeds import natech_probes
 
-    sets = {
-        "natech": (GATE_WORK / "natech", [csv], "auto", natech_probes(natech)),
+    csv, natech_probes = natech
+    answerable = {
+        "natech": (GATE_WORK / "natech", [csv], "auto", natech_probes),
         # The dense benchmark's index of the same build: its vectors are reused, not re-embedded.
-        "obliqa_dev": (
-            DENSE_WORK / "obliqa",
-            [obliqa / "StructuredRegulatoryDocuments"],
-            "obliqa",
-            _obliqa_probes(obliqa),
-        ),
+        "obliqa_dev": (DENSE_WORK / "obliqa", [obliqa.documents], "obliqa", obliqa.probes()),
     }
     out: dict[str, Any] = {}
-    for name, (index, sources, fmt, probes) in sets.items():
+    for name, (index, sources, fmt, probes) in answerable.items():
         started = time.perf_counter()
         ingest(sources, index, fmt=fmt)
         data = probe_features(Engine.open(index, reader="model"), probes)
@@ -321,10 +265,9 @@ def _lexical_curves(report: CalibrationReport) -> dict[str, dict[str, Any]]:
 
 
 def clapnq() -> dict[str, Any] | None:
-    folder = shared_path("bench", "clapnq")
-    if folder is None:
+    if (cq := sets.clapnq()) is None:
         return None
-    corpus, probes = _clapnq_corpus(folder)
+    corpus, probes = cq
     engine = _engine([corpus], "clapnq/index", fmt="beir")
     data = probe_features(engine, probes)
     report = fit_report(data, info={"index_fingerprint": engine.manifest.fingerprint})

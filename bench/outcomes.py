@@ -47,7 +47,7 @@ from groundqa.evaluate.selffit import self_fit
 from groundqa.gate import DEFAULT_GATE
 from groundqa.index.dense import DenseSettings
 from groundqa.ingestion import ingest
-from synthetic import corpora
+from sets import corpora
 
 OUT_WORK = WORK / "outcomes"
 BINS = 5

@@ -24,7 +24,6 @@ chunk table would give it.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from typing import Any
@@ -35,6 +34,7 @@ from _common import ROOT, latency_summary, machine, write_result
 
 sys.path.insert(0, str(ROOT))
 
+import pg
 import scale
 
 SIZE = int(os.environ.get("BENCH_PG_ANN_SIZE", "100000"))
@@ -123,7 +123,6 @@ def _sweep(url: str, pairs: dict[str, tuple[np.ndarray, list[set[int]]]]) -> lis
 
 def run() -> dict[str, Any]:
     import psycopg
-    from tests import pgserver
 
     from groundqa.index.postgres.target import create_hnsw
     from realistic import corpus
@@ -139,11 +138,9 @@ def run() -> dict[str, Any]:
         "reported": (reported, _exact(vectors, reported)),
     }
     data_dir = scale.SCALE_WORK / f"pgdata-{RESULT}"
-    shutil.rmtree(data_dir, ignore_errors=True)
-    admin = pgserver.start(data_dir, fast=False, flavor="bm25")
     builds = []
-    try:
-        url = scale._fresh_database(admin, "pg_ann")
+    with pg.server(data_dir, fast=False, flavor="bm25") as admin:
+        url = pg.database(admin, "pg_ann", vector=False)
         t = time.perf_counter()
         _load(url, vectors)
         load_s = round(time.perf_counter() - t, 1)
@@ -167,9 +164,6 @@ def run() -> dict[str, Any]:
                     }
                 )
                 print(f"m {m} ef_construction {ef_construction} build {build + 1}", flush=True)
-    finally:
-        pgserver.stop(data_dir, flavor="bm25")
-        shutil.rmtree(data_dir, ignore_errors=True)
     data = {
         "machine": machine(),
         "chunks": SIZE,

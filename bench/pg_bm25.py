@@ -24,14 +24,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, WORK, latency_summary, machine, shared_path, time_each, write_result
+import pg
+import sets
+from _common import ROOT, WORK, latency_summary, machine, time_each, write_result
 
 sys.path.insert(0, str(ROOT))
 
@@ -50,34 +50,6 @@ STORE_LABELS = {
     "pg-sql": "PostgreSQL, exhaustive SQL BM25",
     "pg-index": "PostgreSQL, pg_textsearch index + SQL scoring",
 }
-
-
-@contextmanager
-def server() -> Iterator[str]:
-    from tests import pgserver
-
-    with tempfile.TemporaryDirectory(prefix="gq-pgbm25-") as tmp:
-        data = Path(tmp) / "data"
-        url = pgserver.start(data, fast=True, flavor="bm25")
-        try:
-            yield url
-        finally:
-            pgserver.stop(data, flavor="bm25")
-
-
-def database(admin_url: str, name: str) -> str:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = admin_url.rsplit("/", 1)[0] + "/" + name
-    with psycopg.connect(url, autocommit=True) as db:
-        db.execute("CREATE EXTENSION vector")
-    return url
 
 
 def _engines(url: str, folder: Path) -> dict[str, Any]:
@@ -129,7 +101,7 @@ def _beir_like(
     folder = BM25_WORK / name
     shutil.rmtree(folder, ignore_errors=True)
     ingest(sources, folder, fmt=fmt, dense=None)
-    url = database(admin_url, f"bm25_{name}")
+    url = pg.database(admin_url, f"bm25_{name}")
     t = time.perf_counter()
     report = ingest(sources, url, fmt=fmt, dense=None)
     ingest_s = time.perf_counter() - t
@@ -175,30 +147,15 @@ def _beir_like(
 
 
 def scifact(admin_url: str) -> dict[str, Any] | None:
-    folder = shared_path("bench", "scifact")
-    if folder is None:
+    if (test := sets.scifact("test")) is None:
         return None
-    from groundqa.evaluate.beir import load_beir_set
-
-    test = load_beir_set(folder, "test")
     return _beir_like("scifact", admin_url, [test.corpus], "beir", test.queries, test.qrels)
 
 
 def obliqa(admin_url: str) -> dict[str, Any] | None:
-    folder = shared_path("bench", "obliqa")
-    if folder is None:
+    if (dev := sets.obliqa()) is None:
         return None
-    from retrieval import obliqa_dev
-
-    queries, qrels = obliqa_dev(folder)
-    return _beir_like(
-        "obliqa",
-        admin_url,
-        [folder / "StructuredRegulatoryDocuments"],
-        "obliqa",
-        queries,
-        qrels,
-    )
+    return _beir_like("obliqa", admin_url, [dev.documents], "obliqa", dev.queries, dev.qrels)
 
 
 def regpack(admin_url: str) -> dict[str, Any]:
@@ -210,7 +167,7 @@ def regpack(admin_url: str) -> dict[str, Any]:
     folder = BM25_WORK / "regpack"
     shutil.rmtree(folder, ignore_errors=True)
     ingest([corpus], folder, dense=None)
-    url = database(admin_url, "bm25_regpack")
+    url = pg.database(admin_url, "bm25_regpack")
     report = ingest([corpus], url, dense=None)
     engines = _engines(url, folder)
     loaded = load_probes(probes)
@@ -248,7 +205,7 @@ def scale(admin_url: str, n: int) -> dict[str, Any]:
 
     chunks, _, queries = synthetic(n)
     bm25, analyzer = BM25Settings(), Analyzer()
-    url = database(admin_url, f"bm25_scale_{n}")
+    url = pg.database(admin_url, f"bm25_scale_{n}")
     t = time.perf_counter()
     stats = write_postgres(url, chunks, bm25, analyzer, synthetic_manifest(n, bm25, analyzer))
     ingest_s = time.perf_counter() - t
@@ -416,7 +373,7 @@ def run() -> dict[str, Any]:
     data: dict[str, Any] = {"machine": machine()}
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    with server() as admin_url:
+    with pg.server(flavor="bm25") as admin_url:
         with psycopg.connect(admin_url) as conn:
             row = conn.execute(
                 "SELECT default_version FROM pg_available_extensions WHERE name = 'pg_textsearch'"

@@ -36,7 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import machine, shared_path, write_result
+import sets
+from _common import machine, write_result
 from dense import DENSE_WORK
 from groundqa.engine import Engine
 from groundqa.evaluate.metrics import dedupe, ndcg_at_k, recall_at_k
@@ -65,8 +66,6 @@ def corpora() -> dict[str, tuple[str, list[Path], str, list[Probe]]]:
 
     The index names are `bench/dense.py`'s where it builds the same corpus, so its
     vectors are reused rather than embedded again."""
-    from synthetic import corpora as with_real_questions
-
     index_names = {
         "example corpus": "regpack",
         "city guides": "city_guides",
@@ -76,24 +75,10 @@ def corpora() -> dict[str, tuple[str, list[Path], str, list[Probe]]]:
     }
     out = {
         name: (index_names[name], sources, fmt, [p for p in probes if p.answerable])
-        for name, (sources, fmt, probes) in with_real_questions().items()
+        for name, (sources, fmt, probes) in sets.corpora().items()
     }
-    scifact = shared_path("bench", "scifact")
-    if scifact is not None:
-        from groundqa.evaluate.beir import load_beir_set
-
-        test = load_beir_set(scifact, "test")
-        probes = [
-            Probe(
-                id=qid,
-                question=text,
-                expected=tuple(d for d, g in test.qrels.get(qid, {}).items() if g > 0),
-                kind="answerable",
-            )
-            for qid, text in sorted(test.queries.items())
-            if test.qrels.get(qid)
-        ]
-        out["SciFact test"] = ("scifact", [test.corpus], "beir", probes)
+    if (test := sets.scifact("test")) is not None:
+        out["SciFact test"] = ("scifact", [test.corpus], "beir", sets.scifact_probes(test))
     return out
 
 

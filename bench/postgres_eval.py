@@ -29,24 +29,22 @@ import json
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict, deque
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
+import pg
+import sets
 from _common import (
     ROOT,
     WORK,
     latency_summary,
     machine,
-    shared_path,
     time_each,
     write_result,
 )
@@ -70,36 +68,6 @@ PG_WORK = WORK / "postgres"
 
 
 # ---------------------------------------------------------------- the server
-
-
-@contextmanager
-def postgres() -> Iterator[str]:
-    """A private PostgreSQL 18 with pgvector for this run; its admin URL."""
-    from tests import pgserver
-
-    with tempfile.TemporaryDirectory(prefix="gq-pg-") as tmp:
-        data = Path(tmp) / "data"
-        url = pgserver.start(data, fast=True)
-        try:
-            yield url
-        finally:
-            pgserver.stop(data)
-
-
-def database(admin_url: str, name: str) -> str:
-    """A new database `name` with the vector extension, and its URL."""
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(admin_url, autocommit=True) as admin:
-        admin.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = urlsplit(admin_url)._replace(path="/" + name).geturl()
-    with psycopg.connect(url, autocommit=True) as db:
-        db.execute("CREATE EXTENSION vector")
-    return url
 
 
 # ---------------------------------------------------------------- loading without embedding
@@ -331,11 +299,10 @@ def _ann_recall(hnsw: Any, exact: Any, directory: Any, vectors: list[np.ndarray]
 
 
 def scifact(admin_url: str) -> dict[str, Any] | None:
-    folder = shared_path("bench", "scifact")
-    if folder is None:
+    if (test := sets.scifact("test")) is None:
         return None
     from groundqa.engine import Engine
-    from groundqa.evaluate.beir import load_beir_set, score_run
+    from groundqa.evaluate.beir import score_run
     from groundqa.index.directory import DirectoryStore
     from groundqa.index.postgres import PostgresStore
     from groundqa.ingestion import ingest
@@ -343,7 +310,6 @@ def scifact(admin_url: str) -> dict[str, Any] | None:
     from groundqa.text import Analyzer
 
     assert PLANS[-1] == DEFAULT_DENSE_PLAN, (PLANS, DEFAULT_DENSE_PLAN)
-    test = load_beir_set(folder, "test")
     index = DENSE_WORK / "scifact"
     t = time.perf_counter()
     report = ingest([test.corpus], index, fmt="beir")  # a no-op while unchanged
@@ -351,7 +317,7 @@ def scifact(admin_url: str) -> dict[str, Any] | None:
     directory = Engine.open(index)
     assert isinstance(directory.store, DirectoryStore) and directory.store.vectors is not None
 
-    url = database(admin_url, "scifact")
+    url = pg.database(admin_url, "scifact")
     loaded = load_into_postgres(directory.store, url)
     opened = Engine.open(url)  # ann="auto": exact below the build's ann_threshold
     auto_uses_ann = opened.store._uses_ann(False)
@@ -473,7 +439,7 @@ def regpack(admin_url: str) -> dict[str, Any]:
 
     corpus, probes = ROOT / "examples" / "regpack", ROOT / "examples" / "regpack.probes.jsonl"
     directory = PG_WORK / "regpack"
-    url = database(admin_url, "regpack")
+    url = pg.database(admin_url, "regpack")
     built = {}
     for name, location in (("directory", str(directory)), ("postgresql", url)):
         t = time.perf_counter()
@@ -701,7 +667,7 @@ def run() -> dict[str, Any]:
     data: dict[str, Any] = {"machine": machine()}
     seconds: dict[str, float] = {}
     started = time.perf_counter()
-    with postgres() as admin_url:
+    with pg.server() as admin_url:
         seconds["server start"] = round(time.perf_counter() - started, 1)
         for name, fn in (("scifact", scifact), ("regpack", regpack)):
             t = time.perf_counter()

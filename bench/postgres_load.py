@@ -24,6 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pg
 import serve_load
 from _common import ROOT, WORK, machine, write_result
 from serve_load import KEEPALIVE_EXPIRY_S, SECONDS, _client, _peak_rss_mb, _questions
@@ -186,25 +187,17 @@ def _load(
 
 def run() -> dict[str, Any]:
     import psycopg
-    from psycopg import sql
-    from tests import pgserver
 
     from groundqa.ingestion import ingest
 
     work = WORK / "postgres_load"
     data_dir = work / "pg"
-    if (data_dir / "postmaster.pid").exists():  # left running by an interrupted run
-        with contextlib.suppress(RuntimeError):
-            pgserver.stop(data_dir)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    shutil.rmtree(work / "regpack", ignore_errors=True)
+    work.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    admin_url = pgserver.start(data_dir)
-    try:
+    with pg.server(data_dir) as admin_url:
         postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
-        with psycopg.connect(admin_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
-        url = admin_url.rsplit("/", 1)[0] + "/" + DATABASE
+        url = pg.database(admin_url, DATABASE, vector=False)
         corpus = ROOT / "examples" / "regpack"
         index = work / "regpack"
         t = time.perf_counter()
@@ -220,8 +213,6 @@ def run() -> dict[str, Any]:
         questions = _questions()
         runs = [_load("postgres", url, n, questions, postmaster) for n in PG_WORKERS]
         runs += [_load("directory", str(index), n, questions, postmaster) for n in DIR_WORKERS]
-    finally:
-        pgserver.stop(data_dir)
     return _report(runs, questions, ingest_pg_s, ingest_dir_s, time.perf_counter() - started)
 
 

@@ -20,6 +20,7 @@ as fresh.
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import subprocess
@@ -81,8 +82,38 @@ class Benchmark:
 
     @property
     def paths(self) -> tuple[str, ...]:
-        """The declared paths, the script first, each once."""
-        return tuple(dict.fromkeys((self.script, *self.measures)))
+        """The declared paths, the script first, then the benchmark modules it imports
+        (`bench_modules`), each once."""
+        return tuple(dict.fromkeys((self.script, *self.measures, *bench_modules(self.script))))
+
+
+# The harness itself: what every benchmark uses to find data and write results, not what
+# it measures.
+HARNESS = ("bench/_common.py", "bench/provenance.py")
+
+
+def bench_modules(script: str) -> list[str]:
+    """The modules of bench/ that `script` imports, directly or through one another
+    (a data set's reader in `sets`, the server in `pg`, another benchmark's helpers), in
+    the order first met; the harness left out."""
+    found: list[str] = []
+    todo = [script]
+    while todo:
+        path = ROOT / todo.pop(0)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                module = f"bench/{name.split('.')[0]}.py"
+                known = module in found or module in HARNESS or module == script
+                if not known and (ROOT / module).is_file():
+                    found.append(module)
+                    todo.append(module)
+    return found
 
 
 BENCHMARKS: dict[str, Benchmark] = {

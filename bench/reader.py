@@ -43,6 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
 
+import sets
 from _common import machine, percentile, shared_path, write_result
 from groundqa.gate.model import roc_auc
 from groundqa.read import Reader, coverage, holds, preferred
@@ -162,7 +163,7 @@ def _refusal(answerable: np.ndarray, best: np.ndarray, cut: float) -> dict[str, 
     }
 
 
-def sets() -> dict[str, list[Row]]:
+def labelled_sets() -> dict[str, list[Row]]:
     import random
 
     import reader_data
@@ -271,18 +272,15 @@ def rerank() -> dict[str, Any] | None:
 
     from dense import DENSE_WORK
     from groundqa.engine import Engine
-    from groundqa.evaluate.beir import load_beir_set, score_run
+    from groundqa.evaluate.beir import score_run
     from groundqa.ingestion import ingest
-    from retrieval import obliqa_dev
 
-    scifact = shared_path("bench", "scifact")
-    obliqa = shared_path("bench", "obliqa")
-    if scifact is None or obliqa is None:
+    test, obliqa = sets.scifact("test"), sets.obliqa()
+    if test is None or obliqa is None:
         return None
-    test = load_beir_set(scifact, "test")
-    queries, qrels = obliqa_dev(obliqa)
+    queries, qrels = obliqa.queries, obliqa.qrels
     picked = sorted(random.Random(13).sample(sorted(queries), RERANK_OBLIQA))
-    sets = {
+    runs = {
         "scifact_test": (
             DENSE_WORK / "scifact",
             [test.corpus],
@@ -292,14 +290,14 @@ def rerank() -> dict[str, Any] | None:
         ),
         "obliqa_dev_sample": (
             DENSE_WORK / "obliqa",
-            [obliqa / "StructuredRegulatoryDocuments"],
+            [obliqa.documents],
             "obliqa",
             {q: queries[q] for q in picked},
             {q: qrels[q] for q in picked},
         ),
     }
     out: dict[str, Any] = {}
-    for name, (index, sources, fmt, qs, rels) in sets.items():
+    for name, (index, sources, fmt, qs, rels) in runs.items():
         ingest(sources, index, fmt=fmt)  # reuses the dense benchmark's build when unchanged
         engine = Engine.open(index)
         row: dict[str, Any] = {"queries": len(qs), "plan": engine.default_retriever}
@@ -372,7 +370,7 @@ def run() -> dict[str, Any] | None:
     blend = f"blend (w={weight:g})"
     out: dict[str, dict[str, Any]] = {}
     spent, pairs = 0.0, 0
-    for name, rows in sets().items():
+    for name, rows in labelled_sets().items():
         out[name] = {}
         scored: dict[str, np.ndarray] = {}
         for scorer, fn in scorers.items():

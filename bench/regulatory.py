@@ -26,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import machine, shared_path, write_result
+import sets
+from _common import machine, write_result
 from dense import DENSE_WORK, LABELS
 
 PLANS = ("bm25", "dense", "hybrid", "hybrid+weighted=0.5/0.5+defs")
@@ -75,15 +76,12 @@ def _variant(
 
 
 def obliqa() -> dict[str, Any] | None:
-    folder = shared_path("bench", "obliqa")
-    if folder is None:
+    if (dev := sets.obliqa()) is None:
         return None
     from groundqa.chunking import ChunkerSettings
     from groundqa.index.lexical import BM25Settings
-    from retrieval import obliqa_dev
 
-    queries, qrels = obliqa_dev(folder)
-    sources = folder / "StructuredRegulatoryDocuments"
+    queries, qrels, sources = dev.queries, dev.qrels, dev.documents
     return {
         "queries": len(queries),
         HIERARCHY: _variant(sources, DENSE_WORK / "obliqa", PLANS, queries, qrels),

@@ -14,13 +14,13 @@ figures; `bench/dense.py` measures dense and hybrid retrieval beside them.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import RESULTS, ROOT, WORK, Bm25sBaseline, machine, shared_path, write_result
+import sets
+from _common import RESULTS, ROOT, WORK, Bm25sBaseline, machine, write_result
 
 # Published figures quoted for comparison (see ../shared/bench/MANIFEST.md).
 PUBLISHED_SCIFACT = {
@@ -35,16 +35,14 @@ NATECH_SEED = {"hit@1": 0.33, "hit@2": 0.33, "hit@3": 0.58, "hit@5": 0.58, "hit@
 
 
 def scifact() -> dict[str, Any] | None:
-    folder = shared_path("bench", "scifact")
-    if folder is None:
+    if (data := sets.scifact("test")) is None:
         return None
     import pytrec_eval
 
     from groundqa.engine import Engine
-    from groundqa.evaluate.beir import load_beir_set, retrieve_run, score_run
+    from groundqa.evaluate.beir import retrieve_run, score_run
     from groundqa.ingestion import ingest
 
-    data = load_beir_set(folder)
     index = WORK / "scifact"
     ingest([data.corpus], index, fmt="beir", dense=None)
     engine = Engine.open(index)
@@ -88,13 +86,10 @@ def _probe_eval(corpus: list[Path], probes: list[Any], name: str, report: str | 
 
 
 def natech() -> dict[str, Any] | None:
-    csv = shared_path("corpora", "natech", "guidance.csv")
-    probes_file = shared_path("corpora", "natech", "probes.json")
-    if csv is None or probes_file is None:
+    if (natech := sets.natech()) is None:
         return None
-    import seeds
-
-    report = _probe_eval([csv], seeds.natech_probes(probes_file), "natech", report="natech")
+    csv, probes = natech
+    report = _probe_eval([csv], probes, "natech", report="natech")
     misses = [
         {
             "id": r.probe.id,
@@ -116,38 +111,21 @@ def natech() -> dict[str, Any] | None:
     }
 
 
-def obliqa_dev(folder: Path) -> tuple[dict[str, str], dict[str, dict[str, int]]]:
-    """ObliQA dev questions and their gold passages as BEIR-style queries and qrels."""
-    dev = json.loads((folder / "ObliQA_dev.json").read_text(encoding="utf-8"))
-    queries = {q["QuestionID"]: q["Question"] for q in dev}
-    qrels = {
-        q["QuestionID"]: {f"{p['DocumentID']}:{p['PassageID']}": 1 for p in q["Passages"]}
-        for q in dev
-    }
-    return queries, qrels
-
-
 def heading_weight() -> dict[str, Any] | None:
     """The breadcrumb field at weight 0 and 1, on the corpora that set its per-format default.
 
     SciFact is scored on its train split, so this choice is not made on the test queries.
     """
-    natech_csv = shared_path("corpora", "natech", "guidance.csv")
-    natech_probes = shared_path("corpora", "natech", "probes.json")
-    scifact_dir = shared_path("bench", "scifact")
-    obliqa_dir = shared_path("bench", "obliqa")
-    if not (natech_csv and natech_probes and scifact_dir and obliqa_dir):
+    natech, train, obliqa = sets.natech(), sets.scifact("train"), sets.obliqa()
+    if natech is None or train is None or obliqa is None:
         return None
-    import seeds
     from groundqa.engine import Engine
     from groundqa.evaluate import evaluate_probes
-    from groundqa.evaluate.beir import load_beir_set, retrieve_run, score_run
+    from groundqa.evaluate.beir import retrieve_run, score_run
     from groundqa.index.lexical import BM25Settings
     from groundqa.ingestion import ingest
 
-    train = load_beir_set(scifact_dir, "train")
-    ob_queries, ob_qrels = obliqa_dev(obliqa_dir)
-    probes = seeds.natech_probes(natech_probes)
+    natech_csv, probes = natech
     rows: dict[str, dict[str, float]] = {}
     for weight in (0.0, 1.0):
         bm25 = BM25Settings(heading_weight=weight)
@@ -164,16 +142,12 @@ def heading_weight() -> dict[str, Any] | None:
             train.qrels,
             ks=(10,),
         )
-        ingest(
-            [obliqa_dir / "StructuredRegulatoryDocuments"],
-            WORK / tag / "obliqa",
-            fmt="obliqa",
-            bm25=bm25,
-            dense=None,
-        )
+        ingest([obliqa.documents], WORK / tag / "obliqa", fmt="obliqa", bm25=bm25, dense=None)
         ob = score_run(
-            retrieve_run(Engine.open(WORK / tag / "obliqa"), ob_queries, depth=10, retriever=BM25),
-            ob_qrels,
+            retrieve_run(
+                Engine.open(WORK / tag / "obliqa"), obliqa.queries, depth=10, retriever=BM25
+            ),
+            obliqa.qrels,
             ks=(10,),
         )
         rows[f"{weight:g}"] = {
@@ -185,17 +159,16 @@ def heading_weight() -> dict[str, Any] | None:
 
 
 def obliqa() -> dict[str, Any] | None:
-    folder = shared_path("bench", "obliqa")
-    if folder is None:
+    if (dev := sets.obliqa()) is None:
         return None
     from groundqa.engine import Engine
     from groundqa.evaluate.beir import retrieve_run, score_run
     from groundqa.ingestion import ingest
 
-    queries, qrels = obliqa_dev(folder)
+    queries, qrels = dev.queries, dev.qrels
     index = WORK / "obliqa"
     t = time.perf_counter()
-    ingest([folder / "StructuredRegulatoryDocuments"], index, fmt="obliqa", dense=None)
+    ingest([dev.documents], index, fmt="obliqa", dense=None)
     build_s = time.perf_counter() - t
     engine = Engine.open(index)
     known = {c.section_id for c in engine.chunks}
@@ -218,24 +191,15 @@ def obliqa() -> dict[str, Any] | None:
 
 
 def city_guides() -> dict[str, Any] | None:
-    guides = shared_path("corpora", "city_guides")
-    if guides is None:
+    if (city := sets.city_guides()) is None:
         return None
-    import seeds
-    from groundqa.evaluate import load_probes
-
+    guides, own, seeds = city
     out: dict[str, Any] = {}
-    sets = {
-        "seed questions (questions.json)": (
-            seeds.city_guides_probes(guides / "questions.json", guides),
-            "city_guides_seed",
-        ),
-        "bench/city_guides.probes.jsonl": (
-            load_probes(ROOT / "bench" / "city_guides.probes.jsonl"),
-            "city_guides",
-        ),
+    asked = {
+        "seed questions (questions.json)": (seeds, "city_guides_seed"),
+        "bench/city_guides.probes.jsonl": (own, "city_guides"),
     }
-    for label, (probes, report_name) in sets.items():
+    for label, (probes, report_name) in asked.items():
         report = _probe_eval([guides], probes, "city_guides", report=report_name)
         out[label] = _probe_summary(report)
     return out

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+import pg
 from _common import ROOT, WORK, latency_summary, machine, write_result
 
 sys.path.insert(0, str(ROOT))
@@ -551,18 +552,6 @@ def _serve_load(url: str, data_dir: Path) -> dict[str, Any]:
         return {"error": str(exc)[-500:]}
 
 
-def _fresh_database(admin: str, name: str) -> str:
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(
-            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-        )
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return admin.rsplit("/", 1)[0] + "/" + name
-
-
 class ServerMemory:
     """Peak summed PSS of the PostgreSQL server's processes, sampled every half second
     (PSS shares the shared buffers out between processes instead of counting them in each)."""
@@ -612,32 +601,25 @@ def _children(pid: int) -> list[int]:
 
 
 def run() -> dict[str, Any]:
-    from tests import pgserver
+    from realistic import check
 
     SCALE_WORK.mkdir(parents=True, exist_ok=True)
     data_dir = SCALE_WORK / f"pgdata-{RESULT}"
-    shutil.rmtree(data_dir, ignore_errors=True)
+    rows: list[dict[str, Any]] = []
     # The pg_textsearch flavour: PostgreSQL 17 with pgvector and the BM25 index the store
     # uses where the server has it (bench/pg_bm25.py compares it with SQL BM25).
-    admin = pgserver.start(data_dir, fast=False, flavor="bm25")
-    from realistic import check
-
-    generator_check = check()  # also makes the real base on first use, before any step
-    rows: list[dict[str, Any]] = []
-    started = time.perf_counter()
-    try:
+    with pg.server(data_dir, fast=False, flavor="bm25") as admin:
+        generator_check = check()  # also makes the real base on first use, before any step
+        started = time.perf_counter()
         for n in SCALES:
             rows.append(_run_one("directory", n, None))
-            url = _fresh_database(admin, f"scale_{n}")
+            url = pg.database(admin, f"scale_{n}", vector=False)
             with ServerMemory(data_dir) as server:
                 row = _run_one("postgresql", n, url)
                 if n == max(SCALES) and SERVE_SECONDS > 0 and "error" not in row:
                     row["serve"] = _serve_load(url, data_dir)
             row["server_peak_mb"] = server.peak_mb
             rows.append(row)
-    finally:
-        pgserver.stop(data_dir, flavor="bm25")
-        shutil.rmtree(data_dir, ignore_errors=True)
     data = {
         "machine": machine(),
         "dim": DIM,

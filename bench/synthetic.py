@@ -39,10 +39,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, WORK, machine, shared_path, write_result
-from gate import _clapnq_corpus, _obliqa_probes
+from _common import ROOT, WORK, machine, write_result
 from groundqa.engine import Engine
-from groundqa.evaluate import load_probes
 from groundqa.evaluate.calibrate import (
     ProbeFeatures,
     fit_report,
@@ -54,6 +52,7 @@ from groundqa.evaluate.synthetic import METHODS, make_probes
 from groundqa.gate import DEFAULT_GATE
 from groundqa.ingestion import ingest, ingest_documents
 from groundqa.loaders import load
+from sets import corpora
 
 SYN_WORK = WORK / "synthetic"
 PROBES = 400
@@ -61,39 +60,6 @@ PROBES = 400
 # that one lucky or unlucky sample does not decide between the methods.
 SEEDS = (0, 1, 2)
 SHOWN_FEATURES = ("coverage", "coverage_top1", "bm25_top", "bm25_margin", "sentence_coverage")
-
-
-def corpora() -> dict[str, tuple[list[Path], str, list[Probe]]]:
-    """name -> (sources, format, real questions), for each corpus whose data is here."""
-    from seeds import city_guides_probes, natech_probes
-
-    out: dict[str, tuple[list[Path], str, list[Probe]]] = {
-        "example corpus": (
-            [ROOT / "examples" / "regpack"],
-            "auto",
-            load_probes(ROOT / "examples" / "regpack.probes.jsonl"),
-        )
-    }
-    guides = shared_path("corpora", "city_guides")
-    if guides is not None:
-        own = load_probes(ROOT / "bench" / "city_guides.probes.jsonl")
-        seeds = city_guides_probes(guides / "questions.json", guides)
-        out["city guides"] = ([guides], "auto", own + seeds)
-    natech = shared_path("corpora", "natech")
-    if natech is not None:
-        out["Natech"] = ([natech / "guidance.csv"], "auto", natech_probes(natech / "probes.json"))
-    obliqa = shared_path("bench", "obliqa")
-    if obliqa is not None:
-        out["ObliQA dev"] = (
-            [obliqa / "StructuredRegulatoryDocuments"],
-            "obliqa",
-            _obliqa_probes(obliqa),
-        )
-    clapnq = shared_path("bench", "clapnq")
-    if clapnq is not None:
-        corpus, probes = _clapnq_corpus(clapnq)
-        out["ClapNQ shared half"] = ([corpus], "beir", probes)
-    return out
 
 
 def _shares(result: dict[str, Any]) -> dict[str, float]:

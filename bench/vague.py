@@ -41,7 +41,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, WORK, machine, write_result
-from concise import real_documents
 from groundqa.engine import Engine
 from groundqa.evaluate.calibrate import reliability
 from groundqa.evaluate.probes import KINDS, Probe
@@ -51,7 +50,7 @@ from groundqa.gate.model import Logistic
 from groundqa.generate import Evidence
 from groundqa.generate.extractive import ExtractiveGenerator
 from groundqa.ingestion import ingest
-from synthetic import corpora
+from sets import corpora, real_documents
 
 VAGUE_WORK = WORK / "vague"
 SEEN = ROOT / "bench" / "vague_questions.txt"

@@ -532,7 +532,7 @@ def _source(module: str) -> str | None:
 
 def test_what_a_benchmark_script_imports_is_declared() -> None:
     # The harness itself is not what a benchmark measures.
-    harness = {"bench/_common.py", "bench/provenance.py", "tests/__init__.py"}
+    harness = {*provenance.HARNESS, "tests/__init__.py"}
     for name, bench in provenance.BENCHMARKS.items():
         used = {_source(m) for m in _imports(ROOT / bench.script)} - {None, *harness}
         undeclared = sorted(
