@@ -1,12 +1,12 @@
-"""The Engine: one opened index, and the ask pipeline over it.
+"""The Engine: one opened index, and each stage of the ask pipeline handed what it needs.
 
-    Query -> (follow-up made standalone) -> retrieve -> Retrieval -> read -> Reading -> gate -> GateDecision
-          -> generate -> Generation -> audit -> Answer
+    Query -> query (a follow-up made standalone) -> retrieve -> Retrieval -> read -> Reading
+          -> gate -> GateDecision -> generate -> Generation -> audit -> Answer
 
 Each arrow carries one frozen object, made once: the gate's features come from
 the Retrieval and the Reading, and the extractive generator quotes from the same
-Reading. The CLI, the HTTP API, the MCP server and the evaluation harness build a
-`Query` and hand it here; none of them holds pipeline logic of its own.
+Reading. The logic is in the stages; the Engine opens the index, holds the stages it
+built over it and times the walk. The shells and the harness build a `Query` for it.
 """
 
 from __future__ import annotations
