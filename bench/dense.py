@@ -84,6 +84,17 @@ def _peak_memory_mb(index: Path, queries: list[str], retriever: str) -> float:
     return int(proc.stdout.split()[-1]) / 1024
 
 
+def _new_search(engine: Any, query: str, plan: str) -> Any:
+    """One search as a new question meets it: the query's vector is not kept from before."""
+    engine.retriever.forget_queries()
+    return engine.search(query, depth=10, retriever=plan)
+
+
+def _new_embedding(engine: Any, query: str) -> Any:
+    engine.retriever.forget_queries()
+    return engine.retriever.embed(query)
+
+
 def _ann_recall(engine: Any, queries: list[str]) -> dict[str, Any]:
     """HNSW (faiss) over the index's own vectors against exact search, recall@10."""
     try:
@@ -175,14 +186,14 @@ def scifact() -> dict[str, Any] | None:
     runs: dict[str, dict[str, Any]] = {}
     for plan in dict.fromkeys([*RETRIEVERS, tuned]):
         s = score_run(retrieve_run(engine, test.queries, depth=100, retriever=plan), test.qrels)
-        ms = time_each(lambda q, p=plan: engine.search(q, depth=10, retriever=p), sample, repeats=3)
+        ms = time_each(lambda q, p=plan: _new_search(engine, q, p), sample, repeats=3)
         runs[plan] = {
             "ndcg@10": round(s["ndcg@10"], 4),
             "recall@100": round(s["recall@100"], 4),
             "mrr@10": round(s["mrr@10"], 4),
             **latency_summary(ms),
         }
-    embed_ms = time_each(lambda q: engine.retriever.embed(q), sample, repeats=3)
+    embed_ms = time_each(lambda q: _new_embedding(engine, q), sample, repeats=3)
     assert isinstance(engine.store, DirectoryStore)
     build = engine.store.build_dir
     return {
@@ -378,7 +389,8 @@ def run() -> dict[str, Any]:
     if sf:
         md += [
             f"**SciFact test** ({sf['queries']} queries, {sf['chunks']} chunks), same run; "
-            "latency is one `Engine.search` to depth 10 (hybrid includes embedding the query):",
+            "latency is one `Engine.search` to depth 10 (hybrid includes embedding the query, "
+            "whose vector is not kept from an earlier search):",
             "",
             "| retriever | nDCG@10 | recall@100 | MRR@10 | p50 ms | p95 ms |",
             "|---|---:|---:|---:|---:|---:|",

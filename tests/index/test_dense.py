@@ -437,3 +437,26 @@ def test_inspect_and_health_name_the_hnsw_graph_a_directory_searches(tmp_path: P
         "note": "faiss HNSW, m 32, ef_construction 200, searched 128 wide; "
         "filtered searches are exact",
     }
+
+
+def test_a_query_vector_is_kept_until_the_retriever_forgets_it(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retriever = engine.retriever
+    embedder = retriever.query_embedder()
+    original = embedder.embed
+    calls: list[list[str]] = []
+
+    def counted(texts: list[str]) -> np.ndarray:
+        calls.append(list(texts))
+        return original(texts)
+
+    monkeypatch.setattr(embedder, "embed", counted)
+    question = "How tall may a fence along a boundary be?"
+    retriever.forget_queries()
+    first = retriever.embed(question)
+    assert retriever.embed(question) is first and calls == [[question]]
+    retriever.forget_queries()
+    again = retriever.embed(question)
+    assert calls == [[question], [question]] and again is not first
+    assert np.allclose(again, first)

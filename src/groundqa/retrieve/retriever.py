@@ -218,6 +218,12 @@ class Retriever:
                 self._vectors.popitem(last=False)
         return row
 
+    def forget_queries(self) -> None:
+        """Drop the kept query vectors, so the next search embeds its query again (a
+        benchmark times a new question this way)."""
+        with self._embedder_lock:
+            self._vectors.clear()
+
     def reranker(self, spec: str, options: GeneratorOptions | None = None) -> Reranker | None:
         """The reranker for `spec`, created once per retriever (a model loads only once)."""
         key = (spec, options or GeneratorOptions())
