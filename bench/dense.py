@@ -84,7 +84,7 @@ def _peak_memory_mb(index: Path, queries: list[str], retriever: str) -> float:
     return int(proc.stdout.split()[-1]) / 1024
 
 
-def _new_search(engine: Any, query: str, plan: str) -> Any:
+def new_search(engine: Any, query: str, plan: str) -> Any:
     """One search as a new question meets it: the query's vector is not kept from before."""
     engine.retriever.forget_queries()
     return engine.search(query, depth=10, retriever=plan)
@@ -186,7 +186,7 @@ def scifact() -> dict[str, Any] | None:
     runs: dict[str, dict[str, Any]] = {}
     for plan in dict.fromkeys([*RETRIEVERS, tuned]):
         s = score_run(retrieve_run(engine, test.queries, depth=100, retriever=plan), test.qrels)
-        ms = time_each(lambda q, p=plan: _new_search(engine, q, p), sample, repeats=3)
+        ms = time_each(lambda q, p=plan: new_search(engine, q, p), sample, repeats=3)
         runs[plan] = {
             "ndcg@10": round(s["ndcg@10"], 4),
             "recall@100": round(s["recall@100"], 4),

@@ -48,7 +48,7 @@ from _common import (
     time_each,
     write_result,
 )
-from dense import DENSE_WORK
+from dense import DENSE_WORK, new_search
 
 sys.path.insert(0, str(ROOT))
 
@@ -373,7 +373,7 @@ def scifact(admin_url: str) -> dict[str, Any] | None:
         latency[plan] = {}
         for name, engine in engines.items():
             ms = time_each(
-                lambda q, e=engine, p=plan: e.search(q, depth=10, retriever=p),
+                lambda q, e=engine, p=plan: new_search(e, q, p),
                 sample,
                 warmup=3,
                 repeats=3,
