@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests import crashkit
 
+import pg
 from _common import machine, write_result
-from postgres_eval import database, postgres
 
 FIRST_BUILD_POINTS = 8
 
@@ -226,8 +226,8 @@ def run() -> dict[str, Any] | None:
                 work / "t2",
             )
         )
-        with postgres() as admin:
-            url = database(admin, "crash_update")
+        with pg.server() as admin:
+            url = pg.database(admin, "crash_update")
             rows.append(
                 _updates(
                     "PostgreSQL: update",
@@ -239,7 +239,7 @@ def run() -> dict[str, Any] | None:
                     step,
                 )
             )
-            url = database(admin, "crash_first")
+            url = pg.database(admin, "crash_first")
             rows.append(
                 _first(
                     "PostgreSQL: first build",
