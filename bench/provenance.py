@@ -301,11 +301,6 @@ BENCHMARKS: dict[str, Benchmark] = {
             *REGPACK,
         ),
     ),
-    "clapnq_acceptance": Benchmark(
-        "ClapNQ reserved half: the acceptance figure",
-        "bench/clapnq_acceptance.py",
-        (*ASK, *EMBED, *EVALUATE, "bench/gate.py"),
-    ),
     "embedder": Benchmark(
         "The offline embedder: all-MiniLM-L6-v2 on three runtimes",
         "bench/embedder.py",
