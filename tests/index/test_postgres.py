@@ -48,6 +48,7 @@ from groundqa.index.postgres import (  # noqa: E402
     redact,
 )
 from groundqa.index.postgres.store import ann_settings, ann_statement  # noqa: E402
+from groundqa.index.postgres.target import LOCK_GRACE_S, LOCK_KEY  # noqa: E402
 
 GROUNDQA = [sys.executable, "-m", "groundqa.cli"]
 RETRIEVERS = [
@@ -436,12 +437,14 @@ def test_a_killed_ingest_leaves_the_previous_build_served(pg_url: str, tmp_path:
     assert current == done.build_id and all(complete for _, complete in builds)
 
 
-def test_a_second_ingest_fails_at_once_while_one_writes(pg_url: str, tmp_path: Path) -> None:
+def test_a_second_ingest_fails_while_one_writes(pg_url: str, tmp_path: Path) -> None:
     corpus = _copy_corpus(tmp_path)
     holder = PostgresTarget(pg_url)
     with holder.lock():
+        started = time.monotonic()
         with pytest.raises(IndexLockedError, match="another ingest is writing"):
             ingest([corpus], pg_url, dense=None)
+        assert time.monotonic() - started >= LOCK_GRACE_S  # it gave the writer its grace
         run = subprocess.run(
             [*GROUNDQA, "ingest", str(corpus), "--store", pg_url, "--no-dense"],
             capture_output=True,
@@ -450,6 +453,33 @@ def test_a_second_ingest_fails_at_once_while_one_writes(pg_url: str, tmp_path: P
         )
     assert run.returncode == 1 and "another ingest is writing" in one_error_line(run)
     assert ingest([corpus], pg_url, dense=None).changed  # the lock is free again
+
+
+def test_an_ingest_right_after_a_killed_one_takes_the_lock(pg_url: str, tmp_path: Path) -> None:
+    """A killed writer's server process lets go of the lock only when the statement it
+    was running ends and it sees the connection closed: an ingest started at once waits
+    for that rather than calling the lock taken."""
+    corpus = _copy_corpus(tmp_path)
+    script = (
+        "import sys, psycopg\n"
+        "conn = psycopg.connect(sys.argv[1], autocommit=True)\n"
+        "conn.execute('SELECT pg_advisory_lock(%s)', (int(sys.argv[2]),))\n"
+        "conn.pgconn.send_query(b'SELECT pg_sleep(1)')  # a statement still running\n"
+        "print('held', flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script, pg_url, str(LOCK_KEY)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        holder.kill()
+        holder.wait(timeout=30)
+        with PostgresTarget(pg_url).lock():  # at once, while the statement still runs
+            pass
+    assert ingest([corpus], pg_url, dense=None).changed
 
 
 # ---------------------------------------------------------------- bad input

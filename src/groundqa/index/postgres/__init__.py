@@ -20,7 +20,7 @@ formula bm25s uses) is summed from their term counts; vectors are compared exact
 through HNSW. Hybrid retrieval runs the two searches and fuses them in Python, as for
 the directory store (`retrieve.retriever`).
 
-An ingest holds an advisory lock (a second one fails at once), writes a new build's
+An ingest holds an advisory lock (a second one fails within a few seconds), writes a new build's
 tables in batches, each batch its own transaction, and marks the build complete and
 current in one last transaction. A killed ingest leaves an incomplete build that is
 never served and that the next ingest removes. Documents whose content is unchanged

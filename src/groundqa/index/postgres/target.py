@@ -1,6 +1,6 @@
 """Writing builds into PostgreSQL: the target an ingest hands its chunks to.
 
-An ingest holds an advisory lock (a second one fails at once), writes a new build's
+An ingest holds an advisory lock (a second one fails within `LOCK_GRACE_S`), writes a new build's
 tables in batches, each batch its own transaction, and marks the build complete and
 current in one last transaction. A killed ingest leaves an incomplete build that is
 never served and that the next ingest removes. Documents whose content is unchanged
@@ -62,6 +62,12 @@ from groundqa.text import Analyzer
 BATCH = 2000
 # pg_advisory_lock key for writers: "groundqa" in ASCII, as a 63-bit integer.
 LOCK_KEY = 0x67726F756E647161
+# How long an ingest waits for the writer lock before it calls the lock taken. An ingest
+# that was killed holds it a while longer than it lives: its server process lets go only
+# when the statement it was running ends and it sees the connection closed (about 10 ms
+# after a COMMIT here), and an ingest run again at once would be told another is writing.
+LOCK_GRACE_S = 3.0
+
 # The most memory an ingest asks PostgreSQL for while it builds an HNSW index.
 HNSW_BUILD_MEMORY_KB = 4 * 1024 * 1024
 # pgvector's HNSW graph keeps fewer true neighbours than faiss's with the same m and
@@ -75,6 +81,18 @@ HNSW_BUILD_MEMORY_KB = 4 * 1024 * 1024
 # graph wider than ef_search allows (`index.dense.pg_search_width`).
 PG_EF_CONSTRUCTION_POINTS = ((100_000, 200), (1_000_000, 400))
 EF_CONSTRUCTION_MAX = 1000  # pgvector's own limit
+
+
+def _take_writer_lock(cur: Any, grace_s: float = LOCK_GRACE_S) -> bool:
+    """Take the session's writer lock, trying again for up to `grace_s`; whether it is held."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        cur.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,))
+        if cur.fetchone()[0]:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
 
 
 def pg_ef_construction(configured: int, size: int) -> int:
@@ -164,12 +182,12 @@ class PostgresTarget:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """The writer lock: a second ingest into the same database fails at once."""
+        """The writer lock: a second ingest into the same database fails once the lock
+        has stayed taken for `LOCK_GRACE_S`."""
         conn = connect(self.url)
         try:
             with conn.cursor() as cur:
-                cur.execute("SELECT pg_try_advisory_lock(%s)", (LOCK_KEY,))
-                if not cur.fetchone()[0]:
+                if not _take_writer_lock(cur):
                     raise IndexLockedError(
                         f"another ingest is writing the groundqa store at {_where(self.url)}; "
                         "wait for it to finish and try again"
