@@ -321,6 +321,11 @@ BENCHMARKS: dict[str, Benchmark] = {
             *REGPACK,
         ),
     ),
+    "answer_int8": Benchmark(
+        "The answer model's 8-bit arithmetic: the shipped file against CPU-independent variants",
+        "bench/answer_int8.py",
+        (*READ, *REGPACK),
+    ),
     "tuned_embedder": Benchmark(
         "MiniLM tuned to each corpus on questions made from its text, against the packaged one",
         "bench/tuned_embedder.py",
