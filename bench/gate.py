@@ -359,16 +359,6 @@ def _clapnq_table(cq: dict[str, Any]) -> list[str]:
     return rows
 
 
-def int8_dot() -> str:
-    """Which 8-bit dot-product instructions this CPU has (Linux; 'unknown' elsewhere)."""
-    try:
-        flags = set(Path("/proc/cpuinfo").read_text().split())
-    except OSError:
-        return "unknown"
-    found = [name for name in ("avx512_vnni", "avx_vnni") if name in flags]
-    return "VNNI (" + ", ".join(found) + ")" if found else "no VNNI"
-
-
 def markdown(data: dict[str, Any]) -> str:
     seconds = data["seconds"]
     md = [
@@ -377,9 +367,7 @@ def markdown(data: dict[str, Any]) -> str:
         "`python bench/gate.py` (part of `make bench`); default builds (BM25 and MiniLM vectors), "
         "the default retriever, the extractive reader. Seconds per part: "
         + ", ".join(f"{k} {v}" for k, v in seconds.items())
-        + f". This CPU's 8-bit dot product: {data.get('int8_dot', 'not recorded')}. The "
-        "answer model's rows can differ between CPUs: its int8 weights use the full 8-bit "
-        "range, which CPUs without VNNI can saturate.",
+        + ".",
         "",
         "Cells read refused/n (at the gate + by the reader after the gate let it through); "
         "false refusals are answerable questions refused end to end. AUC is the ROC area of "
@@ -536,7 +524,7 @@ def plot(reports: dict[str, CalibrationReport]) -> None:
 
 def run() -> dict[str, Any]:
     GATE_WORK.mkdir(parents=True, exist_ok=True)
-    data: dict[str, Any] = {"machine": machine(), "int8_dot": int8_dot()}
+    data: dict[str, Any] = {"machine": machine()}
     seconds: dict[str, float] = {}
     reports: dict[str, CalibrationReport] = {}
     labels = {

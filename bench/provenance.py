@@ -322,7 +322,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         ),
     ),
     "answer_int8": Benchmark(
-        "The answer model's 8-bit arithmetic: the shipped file against CPU-independent variants",
+        "The answer model's 8-bit arithmetic: the shipped file against its weights in float",
         "bench/answer_int8.py",
         (*READ, *REGPACK),
     ),

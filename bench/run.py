@@ -13,6 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import answer_int8
 import audit
 import concise
 import crash
@@ -65,6 +66,7 @@ def main() -> int:
     real_docs.run()
     intent.run()
     reader.run()
+    answer_int8.run()
     gate.run()
     default_training.run()
     synthetic.run()

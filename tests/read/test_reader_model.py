@@ -44,6 +44,23 @@ def test_the_shipped_file_is_the_pinned_one() -> None:
     assert MODEL_PATH.stat().st_size < 30_000_000
 
 
+def test_its_int8_weights_fit_seven_bits_so_its_scores_do_not_depend_on_the_cpu() -> None:
+    # onnxruntime multiplies uint8 activations by these int8 weights. CPUs without VNNI add
+    # the products in pairs in 16 bits: 255 * 127 * 2 overflows, 255 * 64 * 2 does not.
+    onnx = pytest.importorskip("onnx")
+    from onnx import numpy_helper
+
+    graph = onnx.load(MODEL_PATH).graph
+    weights = {t.name: t for t in graph.initializer}
+    matmuls = [n for n in graph.node if n.op_type == "MatMulInteger"]
+    assert matmuls, "the answer model has no int8 MatMul to check"
+    widest = {
+        n.name: int(abs(numpy_helper.to_array(weights[n.input[1]]).astype(int)).max())
+        for n in matmuls
+    }
+    assert max(widest.values()) <= 64, {k: v for k, v in widest.items() if v > 64}
+
+
 def test_a_missing_or_altered_file_is_one_line_naming_the_fix(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as missing:
         AnswerModel.load(path=tmp_path / "reader-int8.onnx")
