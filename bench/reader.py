@@ -30,6 +30,8 @@ at its shipped `MIN_ANSWER` (fixed on held-out training questions before this ra
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import sys
 import time
@@ -47,15 +49,15 @@ import sets
 from _common import machine, percentile, shared_path, write_result
 from groundqa.gate.model import roc_auc
 from groundqa.read import Reader, coverage, holds, preferred
-from groundqa.read.model import MIN_ANSWER, MODEL_PATH, load_answer_model
+from groundqa.read.model import MIN_ANSWER, MODEL_PATH, SHA256, AnswerModel
 from groundqa.text import Analyzer
 
 Row = dict[str, Any]
 Scorer = Callable[[list[Row]], np.ndarray]
 
 
-def model_scorer() -> Scorer:
-    model = load_answer_model(2)
+def model_scorer(path: Path = MODEL_PATH, digest: str = SHA256) -> Scorer:
+    model = AnswerModel.load(2, path, digest)
 
     def score(rows: list[Row]) -> np.ndarray:
         out = np.zeros(len(rows), dtype=np.float32)
@@ -359,6 +361,59 @@ def ask_cost() -> dict[str, Any]:
     }
 
 
+def candidate(path: Path) -> dict[str, Any] | None:
+    """A trained answer model that does not ship (an export of `train/reader_train.py`
+    with other settings) beside the shipped one and the untrained cosine, on the same
+    sets: `python bench/reader.py --candidate FILE.onnx`."""
+    if shared_path("train") is None:
+        return None
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    scorers = {
+        "model": model_scorer(),
+        "candidate": model_scorer(path, digest),
+        "untrained": cosine_scorer(),
+    }
+    out = {
+        name: {scorer: figures(rows, fn(rows), None) for scorer, fn in scorers.items()}
+        for name, rows in labelled_sets().items()
+    }
+    meta = path.with_suffix(".json")
+    data = {
+        "machine": machine(),
+        "candidate": {
+            "file": path.name,
+            "sha256": digest,
+            "training": json.loads(meta.read_text()) if meta.is_file() else None,
+        },
+        "sets": out,
+    }
+    write_result("reader_candidate", data, candidate_markdown(data))
+    return data
+
+
+def candidate_markdown(data: dict[str, Any]) -> str:
+    c = data["candidate"]
+    lines = [
+        "# A candidate answer model beside the shipped one",
+        "",
+        f"Command: `.venv/bin/python bench/reader.py --candidate {c['file']}` (not in "
+        f"`make bench`; the file does not ship, sha256 `{c['sha256'][:12]}`). Training: "
+        f"`{json.dumps(c['training'])}`. Baseline in the same run: the shipped model, and "
+        "the untrained MiniLM cosine both start from. Figures as on the answer model's page.",
+        "",
+        "| set | scorer | sentence AUC | MRR | question AUC |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name, rows in data["sets"].items():
+        for scorer, f in rows.items():
+            mrr = f["mrr"] if f["mrr"] is not None else "—"
+            lines.append(
+                f"| {name} ({f['questions']} q) | {scorer} | {f['sentence_auc']:.3f} | {mrr} "
+                f"| {f.get('question_auc', '—')} |"
+            )
+    return "\n".join(lines)
+
+
 def run() -> dict[str, Any] | None:
     if shared_path("train") is None:
         return None
@@ -397,4 +452,7 @@ def run() -> dict[str, Any] | None:
 
 
 if __name__ == "__main__":
-    run()
+    if len(sys.argv) == 3 and sys.argv[1] == "--candidate":
+        candidate(Path(sys.argv[2]))
+    else:
+        run()

@@ -57,12 +57,18 @@ class Reader(nn.Module):
         return self.head(pooled).squeeze(-1)
 
 
-def build_model() -> Reader:
+def build_model(freeze_layers: int = 0) -> Reader:
+    """The reader, its word embeddings frozen, and with them its first `freeze_layers`
+    transformer layers and the other embeddings (to keep more of what MiniLM knew)."""
     from transformers import BertModel
 
     encoder = BertModel.from_pretrained(str(model_dir()), add_pooling_layer=False)
     model = Reader(encoder)
     encoder.embeddings.word_embeddings.weight.requires_grad_(False)
+    if freeze_layers:
+        encoder.embeddings.requires_grad_(False)
+        for layer in encoder.encoder.layer[:freeze_layers]:
+            layer.requires_grad_(False)
     return model
 
 
@@ -111,6 +117,9 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--save-every", type=int, default=200)
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many (0: all)")
+    ap.add_argument(
+        "--freeze-layers", type=int, default=0, help="keep the first N of 6 layers as shipped"
+    )
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)
@@ -118,7 +127,7 @@ def main() -> int:
     rows = load_rows(args.data)
     batches = order(len(rows), args.epochs, args.batch, args.seed)
     tok = tokenizer()
-    model = build_model()
+    model = build_model(args.freeze_layers)
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
     total = len(batches)
@@ -196,6 +205,7 @@ def main() -> int:
             "lr": args.lr,
             "train_minutes": round(seconds / 60, 1),
             "threads": args.threads,
+            "freeze_layers": args.freeze_layers,
         }
         (args.out / "final.json").write_text(json.dumps(meta, indent=2) + "\n")
         print(f"done: {total} steps in {seconds / 60:.1f} min -> {args.out / 'final.pt'}")

@@ -54,3 +54,19 @@ def test_figures_read_refusal_off_each_questions_best_sentence() -> None:
     assert f["question_auc"] == 1.0
     shipped = f["refusal_at_shipped_cut"]
     assert (shipped["precision"], shipped["recall"], shipped["false_refusal"]) == (1.0, 1.0, 0.0)
+
+
+def test_a_candidate_page_names_its_file_and_training_beside_the_baselines() -> None:
+    rows = _rows({"a1": [0, 1], "u1": [0, 0]})
+    scores = {"model": [0.1, 0.9, 0.2, 0.3], "candidate": [0.6, 0.5, 0.1, 0.2]}
+    data = {
+        "candidate": {"file": "frozen4.onnx", "sha256": "ab" * 32, "training": {"frozen": 4}},
+        "sets": {"tiny": {k: reader.figures(rows, np.array(v), None) for k, v in scores.items()}},
+    }
+    page = reader.candidate_markdown(data)
+    assert "bench/reader.py --candidate frozen4.onnx" in page
+    assert "sha256 `abababababab`" in page and '{"frozen": 4}' in page
+    # the model puts the answering sentence above all three others (sentence AUC 1, first
+    # in its question); the candidate above two of three, second in its question
+    assert "| tiny (2 q) | model | 1.000 | 1.0 | 1.0 |" in page
+    assert "| tiny (2 q) | candidate | 0.667 | 0.5 | 1.0 |" in page
