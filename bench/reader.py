@@ -36,7 +36,7 @@ import math
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -361,29 +361,34 @@ def ask_cost() -> dict[str, Any]:
     }
 
 
-def candidate(path: Path) -> dict[str, Any] | None:
-    """A trained answer model that does not ship (an export of `train/reader_train.py`
-    with other settings) beside the shipped one and the untrained cosine, on the same
-    sets: `python bench/reader.py --candidate FILE.onnx`."""
+def candidate(paths: Sequence[Path]) -> dict[str, Any] | None:
+    """Trained answer models that do not ship (exports of `train/reader_train.py` with
+    other settings) beside the shipped one and the untrained cosine, on the same sets:
+    `python bench/reader.py --candidate A.onnx [B.onnx ...]`. Each is named by its file's
+    stem; its training settings are read from the JSON beside it."""
     if shared_path("train") is None:
         return None
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    files = {path.stem: path for path in paths}
+    digests = {name: hashlib.sha256(p.read_bytes()).hexdigest() for name, p in files.items()}
     scorers = {
         "model": model_scorer(),
-        "candidate": model_scorer(path, digest),
+        **{name: model_scorer(files[name], digests[name]) for name in files},
         "untrained": cosine_scorer(),
     }
     out = {
         name: {scorer: figures(rows, fn(rows), None) for scorer, fn in scorers.items()}
         for name, rows in labelled_sets().items()
     }
-    meta = path.with_suffix(".json")
     data = {
         "machine": machine(),
-        "candidate": {
-            "file": path.name,
-            "sha256": digest,
-            "training": json.loads(meta.read_text()) if meta.is_file() else None,
+        "candidates": {
+            name: {
+                "file": path.name,
+                "sha256": digests[name],
+                "training": json.loads(meta.read_text()) if meta.is_file() else None,
+            }
+            for name, path in files.items()
+            for meta in [path.with_suffix(".json")]
         },
         "sets": out,
     }
@@ -392,14 +397,19 @@ def candidate(path: Path) -> dict[str, Any] | None:
 
 
 def candidate_markdown(data: dict[str, Any]) -> str:
-    c = data["candidate"]
+    files = " ".join(c["file"] for c in data["candidates"].values())
     lines = [
-        "# A candidate answer model beside the shipped one",
+        "# Candidate answer models beside the shipped one",
         "",
-        f"Command: `.venv/bin/python bench/reader.py --candidate {c['file']}` (not in "
-        f"`make bench`; the file does not ship, sha256 `{c['sha256'][:12]}`). Training: "
-        f"`{json.dumps(c['training'])}`. Baseline in the same run: the shipped model, and "
-        "the untrained MiniLM cosine both start from. Figures as on the answer model's page.",
+        f"Command: `.venv/bin/python bench/reader.py --candidate {files}` (not in "
+        "`make bench`; the files do not ship). Baseline in the same run: the shipped model "
+        "(`model`), and the untrained MiniLM cosine they all start from. Figures as on the "
+        "answer model's page. Each candidate's training:",
+        "",
+        *(
+            f"- `{name}` (sha256 `{c['sha256'][:12]}`): `{json.dumps(c['training'])}`"
+            for name, c in data["candidates"].items()
+        ),
         "",
         "| set | scorer | sentence AUC | MRR | question AUC |",
         "|---|---|---:|---:|---:|",
@@ -452,7 +462,7 @@ def run() -> dict[str, Any] | None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--candidate":
-        candidate(Path(sys.argv[2]))
+    if len(sys.argv) >= 3 and sys.argv[1] == "--candidate":
+        candidate([Path(a) for a in sys.argv[2:]])
     else:
         run()

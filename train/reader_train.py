@@ -94,6 +94,43 @@ def batch_tensors(tok: Any, rows: list[dict[str, Any]]) -> dict[str, torch.Tenso
     }
 
 
+def untrained_cosines(rows: list[dict[str, Any]], threads: int) -> torch.Tensor:
+    """The cosine of the packaged MiniLM's question and sentence embeddings for every row:
+    the teacher the distillation term keeps the reader close to. Cached beside the data."""
+    cache = WORK / f"cosine-{len(rows)}.pt"
+    if cache.is_file():
+        return torch.load(cache)
+    from transformers import BertModel
+
+    torch.set_num_threads(threads)
+    encoder = BertModel.from_pretrained(str(model_dir()), add_pooling_layer=False).eval()
+    tok = tokenizer()
+    texts = sorted({r["q"] for r in rows} | {r["s"] for r in rows}, key=len)
+    vectors: dict[str, torch.Tensor] = {}
+    with torch.no_grad():
+        for i in range(0, len(texts), 128):
+            chunk = texts[i : i + 128]
+            enc = tok.encode_batch(chunk)
+            mask = torch.tensor([e.attention_mask for e in enc])
+            hidden = encoder(
+                input_ids=torch.tensor([e.ids for e in enc]),
+                attention_mask=mask,
+                token_type_ids=torch.tensor([e.type_ids for e in enc]),
+            ).last_hidden_state
+            m = mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = nn.functional.normalize((hidden * m).sum(1) / m.sum(1).clamp(min=1e-9))
+            vectors.update(zip(chunk, pooled, strict=True))
+    out = torch.stack([vectors[r["q"]] @ vectors[r["s"]] for r in rows])
+    torch.save(out, cache)
+    return out
+
+
+def correlation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Pearson's r of two vectors (differentiable in a)."""
+    a, b = a - a.mean(), b - b.mean()
+    return (a * b).sum() / (a.norm() * b.norm()).clamp(min=1e-9)
+
+
 def order(n: int, epochs: int, batch: int, seed: int) -> list[list[int]]:
     """Every batch of every epoch, fixed by the seed (so a resumed run sees the same)."""
     rng = random.Random(seed)
@@ -120,6 +157,12 @@ def main() -> int:
     ap.add_argument(
         "--freeze-layers", type=int, default=0, help="keep the first N of 6 layers as shipped"
     )
+    ap.add_argument(
+        "--distill",
+        type=float,
+        default=0.0,
+        help="weight of a term that keeps the logits correlated with the untrained cosine",
+    )
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)
@@ -127,6 +170,7 @@ def main() -> int:
     rows = load_rows(args.data)
     batches = order(len(rows), args.epochs, args.batch, args.seed)
     tok = tokenizer()
+    teacher = untrained_cosines(rows, args.threads) if args.distill else None
     model = build_model(args.freeze_layers)
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
@@ -174,7 +218,10 @@ def main() -> int:
         batch = [rows[i] for i in batches[step]]
         inputs = batch_tensors(tok, batch)
         labels = torch.tensor([float(r["y"]) for r in batch])
-        loss = loss_fn(model(**inputs), labels)
+        logits = model(**inputs)
+        loss = loss_fn(logits, labels)
+        if teacher is not None:
+            loss = loss + args.distill * (1 - correlation(logits, teacher[batches[step]]))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         optim.step()
@@ -206,6 +253,7 @@ def main() -> int:
             "train_minutes": round(seconds / 60, 1),
             "threads": args.threads,
             "freeze_layers": args.freeze_layers,
+            "distill": args.distill,
         }
         (args.out / "final.json").write_text(json.dumps(meta, indent=2) + "\n")
         print(f"done: {total} steps in {seconds / 60:.1f} min -> {args.out / 'final.pt'}")

@@ -56,17 +56,21 @@ def test_figures_read_refusal_off_each_questions_best_sentence() -> None:
     assert (shipped["precision"], shipped["recall"], shipped["false_refusal"]) == (1.0, 1.0, 0.0)
 
 
-def test_a_candidate_page_names_its_file_and_training_beside_the_baselines() -> None:
+def test_a_candidate_page_names_each_file_and_its_training_beside_the_baselines() -> None:
     rows = _rows({"a1": [0, 1], "u1": [0, 0]})
-    scores = {"model": [0.1, 0.9, 0.2, 0.3], "candidate": [0.6, 0.5, 0.1, 0.2]}
+    scores = {"model": [0.1, 0.9, 0.2, 0.3], "frozen4": [0.6, 0.5, 0.1, 0.2]}
     data = {
-        "candidate": {"file": "frozen4.onnx", "sha256": "ab" * 32, "training": {"frozen": 4}},
+        "candidates": {
+            "frozen4": {"file": "frozen4.onnx", "sha256": "ab" * 32, "training": {"frozen": 4}},
+            "distill1": {"file": "distill1.onnx", "sha256": "cd" * 32, "training": None},
+        },
         "sets": {"tiny": {k: reader.figures(rows, np.array(v), None) for k, v in scores.items()}},
     }
     page = reader.candidate_markdown(data)
-    assert "bench/reader.py --candidate frozen4.onnx" in page
-    assert "sha256 `abababababab`" in page and '{"frozen": 4}' in page
+    assert "bench/reader.py --candidate frozen4.onnx distill1.onnx" in page
+    assert "`frozen4` (sha256 `abababababab`): `{\"frozen\": 4}`" in page
+    assert "`distill1` (sha256 `cdcdcdcdcdcd`): `null`" in page
     # the model puts the answering sentence above all three others (sentence AUC 1, first
     # in its question); the candidate above two of three, second in its question
     assert "| tiny (2 q) | model | 1.000 | 1.0 | 1.0 |" in page
-    assert "| tiny (2 q) | candidate | 0.667 | 0.5 | 1.0 |" in page
+    assert "| tiny (2 q) | frozen4 | 0.667 | 0.5 | 1.0 |" in page
