@@ -68,7 +68,7 @@ def test_a_candidate_page_names_each_file_and_its_training_beside_the_baselines(
     }
     page = reader.candidate_markdown(data)
     assert "bench/reader.py --candidate frozen4.onnx distill1.onnx" in page
-    assert "`frozen4` (sha256 `abababababab`): `{\"frozen\": 4}`" in page
+    assert '`frozen4` (sha256 `abababababab`): `{"frozen": 4}`' in page
     assert "`distill1` (sha256 `cdcdcdcdcdcd`): `null`" in page
     # the model puts the answering sentence above all three others (sentence AUC 1, first
     # in its question); the candidate above two of three, second in its question
