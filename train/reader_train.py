@@ -19,6 +19,7 @@ from it with the same data order (the order comes from the seed, not from the ru
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -96,8 +97,10 @@ def batch_tensors(tok: Any, rows: list[dict[str, Any]]) -> dict[str, torch.Tenso
 
 def untrained_cosines(rows: list[dict[str, Any]], threads: int) -> torch.Tensor:
     """The cosine of the packaged MiniLM's question and sentence embeddings for every row:
-    the teacher the distillation term keeps the reader close to. Cached beside the data."""
-    cache = WORK / f"cosine-{len(rows)}.pt"
+    the teacher the distillation term keeps the reader close to. Cached beside the data,
+    under a name made from the pairs themselves (so other pairs never read this cache)."""
+    pairs = json.dumps([[r["q"], r["s"]] for r in rows], ensure_ascii=False)
+    cache = WORK / f"cosine-{hashlib.sha256(pairs.encode('utf-8')).hexdigest()[:16]}.pt"
     if cache.is_file():
         return torch.load(cache)
     from transformers import BertModel
