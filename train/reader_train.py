@@ -53,9 +53,13 @@ class Reader(nn.Module):
         hidden = self.encoder(
             input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
         ).last_hidden_state
-        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-        return self.head(pooled).squeeze(-1)
+        return self.head(mean_pool(hidden, attention_mask)).squeeze(-1)
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The mean of each text's token vectors, padding left out (MiniLM's pooling)."""
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
 
 def build_model(freeze_layers: int = 0) -> Reader:
@@ -95,7 +99,7 @@ def batch_tensors(tok: Any, rows: list[dict[str, Any]]) -> dict[str, torch.Tenso
     }
 
 
-def untrained_cosines(rows: list[dict[str, Any]], threads: int) -> torch.Tensor:
+def untrained_cosines(rows: list[dict[str, Any]], tok: Any) -> torch.Tensor:
     """The cosine of the packaged MiniLM's question and sentence embeddings for every row:
     the teacher the distillation term keeps the reader close to. Cached beside the data,
     under a name made from the pairs themselves (so other pairs never read this cache)."""
@@ -105,9 +109,7 @@ def untrained_cosines(rows: list[dict[str, Any]], threads: int) -> torch.Tensor:
         return torch.load(cache)
     from transformers import BertModel
 
-    torch.set_num_threads(threads)
     encoder = BertModel.from_pretrained(str(model_dir()), add_pooling_layer=False).eval()
-    tok = tokenizer()
     texts = sorted({r["q"] for r in rows} | {r["s"] for r in rows}, key=len)
     vectors: dict[str, torch.Tensor] = {}
     with torch.no_grad():
@@ -120,8 +122,7 @@ def untrained_cosines(rows: list[dict[str, Any]], threads: int) -> torch.Tensor:
                 attention_mask=mask,
                 token_type_ids=torch.tensor([e.type_ids for e in enc]),
             ).last_hidden_state
-            m = mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = nn.functional.normalize((hidden * m).sum(1) / m.sum(1).clamp(min=1e-9))
+            pooled = nn.functional.normalize(mean_pool(hidden, mask))
             vectors.update(zip(chunk, pooled, strict=True))
     out = torch.stack([vectors[r["q"]] @ vectors[r["s"]] for r in rows])
     torch.save(out, cache)
@@ -173,7 +174,7 @@ def main() -> int:
     rows = load_rows(args.data)
     batches = order(len(rows), args.epochs, args.batch, args.seed)
     tok = tokenizer()
-    teacher = untrained_cosines(rows, args.threads) if args.distill else None
+    teacher = untrained_cosines(rows, tok) if args.distill else None
     model = build_model(args.freeze_layers)
     params = [p for p in model.parameters() if p.requires_grad]
     optim = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
