@@ -63,6 +63,12 @@ LEARNING_RATE = 2e-5
 SCALE = 20.0
 TRAIN_TOKENS = 128
 MINE_DEPTH = 10
+MIN_REST_WORDS = 12
+QUERY_WORDS = {
+    "made": "the probe maker's questions",
+    "sentence": "each sampled sentence asked as it stands, its chunk without it as the positive",
+}
+QUERIES = tuple(QUERY_WORDS)
 DEFAULT_SETS = ("ObliQA dev", "SciFact test", "ClapNQ shared half")
 
 
@@ -88,8 +94,14 @@ class Example:
     positive_row: int
 
 
-def training_examples(engine: Any, limit: int) -> tuple[list[Example], dict[str, Any]]:
-    """Questions made from `engine`'s corpus with their positive chunk and mined negatives."""
+def training_examples(
+    engine: Any, limit: int, queries: str = "made"
+) -> tuple[list[Example], dict[str, Any]]:
+    """Questions made from `engine`'s corpus with their positive chunk and mined negatives.
+
+    With `queries="sentence"` the query is the sampled sentence itself and the positive is
+    its chunk with that sentence taken out (the inverse cloze task): natural text on both
+    sides, and no word the two share by construction."""
     from groundqa.evaluate.planfit import documents_of
     from groundqa.evaluate.synthetic import make_probes
 
@@ -121,13 +133,19 @@ def training_examples(engine: Any, limit: int) -> tuple[list[Example], dict[str,
         if not section_rows:
             continue
         positive = next((r for r in section_rows if sentence in chunks[r].text), section_rows[0])
+        question, positive_text = probe.question, texts[positive]
+        if queries == "sentence":
+            question = sentence
+            positive_text = " ".join(positive_text.replace(sentence, " ").split())
+            if sentence not in texts[positive] or len(positive_text.split()) < MIN_REST_WORDS:
+                continue
         expected = set(probe.expected)
-        bm25 = engine.search(probe.question, MINE_DEPTH, retriever="bm25")
+        bm25 = engine.search(question, MINE_DEPTH, retriever="bm25")
         floor = next((h.score for h in bm25 if row_of_id[h.chunk.chunk_id] == positive), 0.0)
         bm25_scores = {h.chunk.chunk_id: h.score for h in bm25}
         negatives: list[int] = []
         for retriever in ("dense", "bm25"):
-            for hit in engine.search(probe.question, MINE_DEPTH, retriever=retriever):
+            for hit in engine.search(question, MINE_DEPTH, retriever=retriever):
                 if hit.chunk.section_id in expected:
                     continue
                 if bm25_scores.get(hit.chunk.chunk_id, 0.0) >= floor > 0.0:
@@ -140,8 +158,8 @@ def training_examples(engine: Any, limit: int) -> tuple[list[Example], dict[str,
         if negatives:
             out.append(
                 Example(
-                    probe.question,
-                    texts[positive],
+                    question,
+                    positive_text,
                     tuple(texts[r] for r in negatives),
                     positive,
                 )
@@ -266,10 +284,10 @@ def one_set(
     if chunks < MIN_CHUNKS:
         return {"skipped": f"{chunks} chunks, under {MIN_CHUNKS}: the packaged embedder stays"}
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    examples, made = training_examples(packaged, args.questions)
+    examples, made = training_examples(packaged, args.questions, args.queries)
     print(f"{name}: {made}", flush=True)
     model, trained = fine_tune(examples, args.anchor, packaged_vectors(packaged_index))
-    label = f"{index_name}-q{args.questions}-anchor{args.anchor:g}"
+    label = f"{index_name}-{args.queries}{args.questions}-anchor{args.anchor:g}"
     embedder = TorchEmbedder(model, label)
     register("tuned", lambda _arg, _options: embedder)
     tuned_index = WORK / label
@@ -325,9 +343,10 @@ def markdown(data: dict[str, Any]) -> str:
     lines = [
         "# MiniLM tuned to each corpus on questions made from its text",
         "",
-        f"`.venv-ref/bin/python bench/tuned_embedder.py --anchor {data['anchor']:g} "
+        f"`.venv-ref/bin/python bench/tuned_embedder.py --queries {data['queries']} "
+        f"--anchor {data['anchor']:g} "
         f"--questions {data['questions']}`: up to {data['questions']} made questions per "
-        f"corpus, one pass, batch {BATCH}, "
+        f"corpus ({QUERY_WORDS[data['queries']]}), one pass, batch {BATCH}, "
         f"learning rate {LEARNING_RATE:g}, {TRAIN_TOKENS} word pieces, {THREADS} torch "
         f"threads, anchor weight {data['anchor']:g}. Real questions only in the figures, "
         "recall@10 / nDCG@10 over sections; intervals are paired bootstraps (95%), "
@@ -376,6 +395,13 @@ def main() -> int:
     parser.add_argument("--sets", default=",".join(DEFAULT_SETS))
     parser.add_argument("--anchor", type=float, default=0.0)
     parser.add_argument("--questions", type=int, default=TRAIN_QUESTIONS)
+    parser.add_argument(
+        "--queries",
+        choices=QUERIES,
+        default="made",
+        help="made: the probe maker's questions; sentence: the sampled sentence itself, "
+        "its chunk without it as the positive",
+    )
     parser.add_argument("--name", default="tuned_embedder")
     args = parser.parse_args()
     _torch()
@@ -390,6 +416,7 @@ def main() -> int:
     settings = {
         "anchor": args.anchor,
         "questions": args.questions,
+        "queries": args.queries,
         "batch": BATCH,
         "learning_rate": LEARNING_RATE,
         "scale": SCALE,
@@ -416,6 +443,7 @@ def main() -> int:
     data = {
         "anchor": args.anchor,
         "questions": args.questions,
+        "queries": args.queries,
         "sets": sets,
         "seconds": round(time.perf_counter() - started, 1),
         "machine": machine(),
