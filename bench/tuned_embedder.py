@@ -64,6 +64,7 @@ SCALE = 20.0
 TRAIN_TOKENS = 128
 MINE_DEPTH = 10
 MIN_REST_WORDS = 12
+CHECK_QUESTIONS = 400
 QUERY_WORDS = {
     "made": "the probe maker's questions",
     "sentence": "each sampled sentence asked as it stands, its chunk without it as the positive",
@@ -92,6 +93,7 @@ class Example:
     positive: str
     negatives: tuple[str, ...]
     positive_row: int
+    source: str
 
 
 def training_examples(
@@ -162,6 +164,7 @@ def training_examples(
                     positive_text,
                     tuple(texts[r] for r in negatives),
                     positive,
+                    sentence,
                 )
             )
     mined_s = time.perf_counter() - started
@@ -172,6 +175,24 @@ def training_examples(
         "make_s": round(made_s, 1),
         "mine_s": round(mined_s, 1),
     }
+
+
+def held_out_questions(engine: Any, used: set[str], limit: int) -> list[Any]:
+    """Up to `limit` answerable questions made from `engine`'s corpus with another seed,
+    none from a sentence that training used: what `tune` could check a tuned model on
+    without any real question."""
+    from groundqa.evaluate.planfit import documents_of
+    from groundqa.evaluate.synthetic import make_probes
+
+    made = make_probes(
+        documents_of(list(engine.store.chunks)),
+        n=4 * limit,
+        method="mixed",
+        seed=SEED + 1,
+        analyzer=engine.manifest.analyzer,
+    )
+    fresh = [p for p in made.probes if p.answerable and made.source(p.id) not in used]
+    return fresh[:limit]
 
 
 def fine_tune(
@@ -306,6 +327,12 @@ def one_set(
         "tuned": per_question(tuned, probes, plans),
     }
     groups = [p.group or p.id for p in probes]
+    check = held_out_questions(packaged, {e.source for e in examples}, CHECK_QUESTIONS)
+    made_scores = {
+        "packaged": per_question(packaged, check, plans),
+        "tuned": per_question(tuned, check, plans),
+    }
+    made_groups = [p.group or p.id for p in check]
 
     def diff(a: tuple[str, str], b: tuple[str, str], metric: int) -> dict[str, Any]:
         return _difference(scores[a[0]][a[1]][metric], scores[b[0]][b[1]][metric], groups)
@@ -337,6 +364,20 @@ def one_set(
         "differences": {
             label: {f"recall@{K}": diff(a, b, 0), f"ndcg@{K}": diff(a, b, 1)}
             for label, (a, b) in comparisons.items()
+        },
+        # The same comparison on held-out made questions: could the corpus alone tell?
+        "made": {
+            "questions": len(check),
+            "runs": {
+                row: {plan: {f"recall@{K}": _mean(r)} for plan, (r, _) in by_plan.items()}
+                for row, by_plan in made_scores.items()
+            },
+            "differences": {
+                plan: _difference(
+                    made_scores["tuned"][plan][0], made_scores["packaged"][plan][0], made_groups
+                )
+                for plan in ("dense", DEFAULT_DENSE_PLAN)
+            },
         },
     }
 
@@ -380,6 +421,29 @@ def markdown(data: dict[str, Any]) -> str:
             recall = difference_cell(d["recall@10"], real=" real")
             ndcg = difference_cell(d["ndcg@10"], real=" real")
             lines.append(f"| {name} | {label} | {recall} | {ndcg} |")
+    lines += [
+        "",
+        f"The same comparison on up to {CHECK_QUESTIONS} made questions (another seed, none "
+        "from a sentence training used), recall@10: what `tune` could see without real "
+        "questions.",
+        "",
+        "| set | made questions | packaged dense | tuned dense | tuned dense - packaged "
+        "| packaged plan | tuned plan | tuned plan - packaged |",
+        "|---|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for name, s in data["sets"].items():
+        if "made" not in s:
+            continue
+        m = s["made"]
+        p, t = m["runs"]["packaged"], m["runs"]["tuned"]
+        lines.append(
+            f"| {name} | {m['questions']} | {p['dense']['recall@10']:.4f} | "
+            f"{t['dense']['recall@10']:.4f} | "
+            f"{difference_cell(m['differences']['dense'], real=' real')} | "
+            f"{p[DEFAULT_DENSE_PLAN]['recall@10']:.4f} | "
+            f"{t[DEFAULT_DENSE_PLAN]['recall@10']:.4f} | "
+            f"{difference_cell(m['differences'][DEFAULT_DENSE_PLAN], real=' real')} |"
+        )
     lines += [
         "",
         "| set | questions made | examples | negatives dropped | make s | mine s | train "
