@@ -146,6 +146,41 @@ def order(n: int, epochs: int, batch: int, seed: int) -> list[list[int]]:
     return batches
 
 
+def grouped_order(questions: list[str], epochs: int, batch: int, seed: int) -> list[list[int]]:
+    """Every batch of every epoch, each holding whole questions (all the rows that share
+    one, up to `batch`), so a term can compare one question's sentences with each other.
+    Fixed by the seed, as `order` is."""
+    rng = random.Random(seed)
+    groups: dict[str, list[int]] = {}
+    for i, question in enumerate(questions):
+        groups.setdefault(question, []).append(i)
+    ordered = list(groups.values())
+    batches: list[list[int]] = []
+    for _ in range(epochs):
+        rng.shuffle(ordered)
+        current: list[int] = []
+        for group in ordered:
+            if current and len(current) + len(group) > batch:
+                batches.append(current)
+                current = []
+            current += group[:batch]
+        if current:
+            batches.append(current)
+    return batches
+
+
+def per_question_distance(
+    logits: torch.Tensor, teacher: torch.Tensor, questions: list[str]
+) -> torch.Tensor | None:
+    """The mean of 1 - r over the questions of a batch with two sentences or more, r being
+    the correlation of the logits with the teacher among that question's sentences alone."""
+    rows: dict[str, list[int]] = {}
+    for i, question in enumerate(questions):
+        rows.setdefault(question, []).append(i)
+    terms = [1 - correlation(logits[idx], teacher[idx]) for idx in rows.values() if len(idx) >= 2]
+    return torch.stack(terms).mean() if terms else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=WORK / "train.jsonl")
@@ -167,12 +202,21 @@ def main() -> int:
         default=0.0,
         help="weight of a term that keeps the logits correlated with the untrained cosine",
     )
+    ap.add_argument(
+        "--per-question",
+        action="store_true",
+        help="batches of whole questions, and the distillation term correlates each "
+        "question's sentences among themselves (the ranking the reader is judged on)",
+    )
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     rows = load_rows(args.data)
-    batches = order(len(rows), args.epochs, args.batch, args.seed)
+    if args.per_question:
+        batches = grouped_order([r["q"] for r in rows], args.epochs, args.batch, args.seed)
+    else:
+        batches = order(len(rows), args.epochs, args.batch, args.seed)
     tok = tokenizer()
     teacher = untrained_cosines(rows, tok) if args.distill else None
     model = build_model(args.freeze_layers)
@@ -224,7 +268,13 @@ def main() -> int:
         labels = torch.tensor([float(r["y"]) for r in batch])
         logits = model(**inputs)
         loss = loss_fn(logits, labels)
-        if teacher is not None:
+        if teacher is not None and args.per_question:
+            distance = per_question_distance(
+                logits, teacher[batches[step]], [r["q"] for r in batch]
+            )
+            if distance is not None:
+                loss = loss + args.distill * distance
+        elif teacher is not None:
             loss = loss + args.distill * (1 - correlation(logits, teacher[batches[step]]))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -258,6 +308,7 @@ def main() -> int:
             "threads": args.threads,
             "freeze_layers": args.freeze_layers,
             "distill": args.distill,
+            "per_question": args.per_question,
         }
         (args.out / "final.json").write_text(json.dumps(meta, indent=2) + "\n")
         print(f"done: {total} steps in {seconds / 60:.1f} min -> {args.out / 'final.pt'}")
