@@ -119,7 +119,7 @@ $(MARKITDOWN)/bin/python:
 # The answer model (src/groundqa/read/reader-int8.onnx): pairs, training (about half an hour
 # on 2 cores; resumes from its checkpoint), int8 export, and the decline threshold.
 reader-model: install $(REF)/bin/python
-	$(REF)/bin/pip install --quiet 'onnx>=1.16' 'onnxscript>=0.2'
+	$(REF)/bin/pip install --quiet 'onnx>=1.16' 'onnxscript>=0.2' 'onnxruntime>=1.17'
 	$(BIN)/python train/reader_data.py
 	$(REF)/bin/python train/reader_train.py
 	$(REF)/bin/python train/reader_export.py
