@@ -1,4 +1,4 @@
-"""train/rt.py's batch order and distillation terms, on torch (so only in the
+"""train/reader_train.py's batch order and distillation terms, on torch (so only in the
 reference venv: `make test-slow`). The training itself is measured in bench/reader.py
 --candidate, not here."""
 
