@@ -14,7 +14,6 @@ on the same cores as the server and the client, so its CPU share is part of ever
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import subprocess
@@ -25,9 +24,17 @@ from pathlib import Path
 from typing import Any
 
 import pg
-import serve_load
 from _common import ROOT, WORK, machine, write_result
-from serve_load import KEEPALIVE_EXPIRY_S, SECONDS, _client, _peak_rss_mb, _questions
+from serving import (
+    KEEPALIVE_EXPIRY_S,
+    SECONDS,
+    cpu_seconds,
+    example_questions,
+    load,
+    peak_rss_mb,
+    pss_mb,
+    server,
+)
 
 sys.path.insert(0, str(ROOT))
 
@@ -42,56 +49,12 @@ WARM_QUERIES = 48
 DATABASE = "groundqa_bench"
 
 
-def _start(target: str, workers: int, log: Path) -> tuple[subprocess.Popen[bytes], str, float]:
-    """`groundqa serve` over `target` with `--workers N`, its stderr kept in `log`."""
-    return serve_load._start_server(target, "off", ["--workers", str(workers)], log)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=30)
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system seconds of `pid`, its live descendants, and its reaped children."""
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        t = root.cpu_times()
-        total = t.user + t.system + t.children_user + t.children_system
-        kids = root.children(recursive=True)
-    except psutil.NoSuchProcess:
-        return 0.0
-    for kid in kids:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            k = kid.cpu_times()
-            total += k.user + k.system
-    return total
-
-
 def _workers(proc: subprocess.Popen[bytes]) -> list[int]:
     """The worker pids: the server's children, or the server itself with one worker."""
     import psutil
 
     kids = [p.pid for p in psutil.Process(proc.pid).children()]
     return sorted(kids) or [proc.pid]
-
-
-def _pss_mb(pids: list[int]) -> float:
-    """Proportional set size now, summed: pages shared after fork() counted once."""
-    import psutil
-
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-            total += psutil.Process(pid).memory_full_info().pss
-    return round(total / 2**20, 1)
 
 
 def _health_workers(url: str) -> list[int]:
@@ -136,20 +99,20 @@ def _load(
     log_dir: Path = WORK / "postgres_load",
 ) -> dict[str, Any]:
     log = log_dir / f"serve-{store}-{workers}.log"
-    proc, url, ready_s = _start(target, workers, log)
-    try:
+    with server(target, extra=["--workers", str(workers)], log=log) as serve:
+        proc, url, ready_s = serve.proc, serve.url, serve.ready_s
         _warm_workers(url, questions)
-        asyncio.run(_client(url, questions, clients, WARMUP_S))
+        asyncio.run(load(url, questions, clients, WARMUP_S))
         pids = _workers(proc)
         failures: Counter[str] = Counter()
 
         def cpu() -> tuple[float, ...]:
-            ours = (_cpu_seconds(proc.pid), _cpu_seconds(postmaster), time.process_time())
+            ours = (cpu_seconds(proc.pid), cpu_seconds(postmaster), time.process_time())
             return (*ours, _machine_busy_s())
 
         before = cpu()
         started = time.perf_counter()
-        result = asyncio.run(_client(url, questions, clients, seconds, failures))
+        result = asyncio.run(load(url, questions, clients, seconds, failures))
         elapsed = time.perf_counter() - started
         after = cpu()
         pids_after = _workers(proc)
@@ -165,9 +128,9 @@ def _load(
             startup_to_first_answer_s=round(ready_s, 2),
             worker_pids=pids,
             workers_replaced=len(set(pids) - set(pids_after)),
-            workers_peak_rss_mb=round(sum(_peak_rss_mb(p) for p in pids_after), 1),
-            workers_pss_mb=_pss_mb(pids_after),
-            supervisor_peak_rss_mb=_peak_rss_mb(proc.pid) if workers > 1 else 0.0,
+            workers_peak_rss_mb=round(sum(peak_rss_mb(p) for p in pids_after), 1),
+            workers_pss_mb=pss_mb(pids_after),
+            supervisor_peak_rss_mb=peak_rss_mb(proc.pid) if workers > 1 else 0.0,
             workers_answering=len(set(answered)),
             health_probes=len(answered),
             requests_per_cpu_s=round(result["requests"] / max(server_cpu + pg_cpu, 1e-9), 1),
@@ -177,8 +140,6 @@ def _load(
                 name: round(100 * v / (elapsed * cores), 1) for name, v in shares.items()
             },
         )
-    finally:
-        _stop(proc)
     stderr = log.read_text(errors="replace").strip()
     if stderr:
         result["server_stderr_tail"] = stderr[-2000:]
@@ -210,7 +171,7 @@ def run() -> dict[str, Any]:
         t = time.perf_counter()
         ingest([corpus], index)
         ingest_dir_s = time.perf_counter() - t
-        questions = _questions()
+        questions = example_questions()
         runs = [_load("postgres", url, n, questions, postmaster) for n in PG_WORKERS]
         runs += [_load("directory", str(index), n, questions, postmaster) for n in DIR_WORKERS]
     return _report(runs, questions, ingest_pg_s, ingest_dir_s, time.perf_counter() - started)

@@ -19,20 +19,19 @@ import contextlib
 import random
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, WORK, latency_summary, machine, write_result
-from serve_load import _free_port, _start_server
+import serving
+from _common import WORK, latency_summary, machine, write_result
 
 QUESTION = "What is the turbine setback from a dwelling in Northmere?"
 WARMUP = 3
 ROUNDS = 100
 PAUSE_S = 0.05
-EXE = Path(sys.executable).with_name("groundqa")
+EXE = serving.EXE
 
 
 def _http_routes(url: str) -> dict[str, Callable[[], None]]:
@@ -92,7 +91,7 @@ async def _mcp_http(index: Path) -> AsyncIterator[Any]:
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    port = _free_port()
+    port = serving.free_port()
     log = (WORK / "routes" / "mcp_http.log").open("wb")
     proc = subprocess.Popen(
         [str(EXE), "mcp", "--index", str(index), "--http", f"127.0.0.1:{port}"],
@@ -167,19 +166,12 @@ async def _measure(index: Path, url: str) -> dict[str, list[float]]:
 def run() -> dict[str, Any]:
     import anyio
 
-    from groundqa.ingestion import ingest
-
     started = time.perf_counter()
     work = WORK / "routes"
     work.mkdir(parents=True, exist_ok=True)
-    index = work / "regpack"
-    ingest([ROOT / "examples" / "regpack"], index)
-    proc, url, _ = _start_server(index, "off", log=work / "serve.log")
-    try:
-        times = anyio.run(_measure, index, url)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    index = serving.example_index(work / "regpack")
+    with serving.server(index, log=work / "serve.log") as serve:
+        times = anyio.run(_measure, index, serve.url)
     summary = {name: latency_summary(ms) for name, ms in times.items()}
     base = summary["POST /query (baseline)"]["p50_ms"]
     for s in summary.values():

@@ -25,6 +25,7 @@ resident memory after that is the worker RSS.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -39,6 +40,7 @@ import numpy as np
 
 import pg
 from _common import ROOT, WORK, latency_summary, machine, write_result
+from serving import peak_rss_mb, pss_mb, rss_mb
 
 sys.path.insert(0, str(ROOT))
 
@@ -71,34 +73,40 @@ def _words() -> list[str]:
     return sorted(out)
 
 
+def _chunk(i: int, text: str, title: str, folder: str, metadata: Any = None) -> Any:
+    """Chunk `i`: part `i % CHUNKS_PER_DOC` of document `i // CHUNKS_PER_DOC`."""
+    from groundqa.models import Chunk
+
+    doc, part = divmod(i, CHUNKS_PER_DOC)
+    extra = {} if metadata is None else {"metadata": metadata}
+    return Chunk(
+        chunk_id=f"c{i}",
+        doc_id=f"d{doc}",
+        section_id=f"d{doc}#{part}",
+        title=title,
+        section_path=(f"Part {part + 1}",),
+        text=text,
+        source=f"{folder}/d{doc}.md",
+        part=0,
+        parts=1,
+        **extra,
+    )
+
+
 def synthetic(n: int) -> tuple[list[Any], np.ndarray, list[tuple[list[str], np.ndarray]]]:
     """`n` made-up chunks (~100 Zipf words each) with clustered vectors, and QUERIES (query
     words, query vector) pairs: bench/pg_bm25.py's lexical corpus. The scale runs here use
     `realistic`, whose vectors resemble real ones (these do not: see bench/realistic.py)."""
-    from groundqa.models import Chunk
-
     rng = np.random.default_rng(n)
     words = np.asarray(_words())
     ranks = np.arange(1, VOCAB + 1, dtype=np.float64)
     p = 1.0 / ranks**1.07
     p /= p.sum()
     ids = rng.choice(VOCAB, size=(n, WORDS_PER_CHUNK), p=p)
-    chunks = []
-    for i in range(n):
-        doc, part = divmod(i, CHUNKS_PER_DOC)
-        chunks.append(
-            Chunk(
-                chunk_id=f"c{i}",
-                doc_id=f"d{doc}",
-                section_id=f"d{doc}#{part}",
-                title=f"Notice {doc}",
-                section_path=(f"Part {part + 1}",),
-                text=" ".join(words[ids[i]]),
-                source=f"synthetic/d{doc}.md",
-                part=0,
-                parts=1,
-            )
-        )
+    chunks = [
+        _chunk(i, " ".join(words[ids[i]]), f"Notice {i // CHUNKS_PER_DOC}", "synthetic")
+        for i in range(n)
+    ]
     centres = rng.standard_normal((CLUSTERS, DIM)).astype(np.float32)
     vectors = centres[rng.integers(0, CLUSTERS, n)] + 0.6 * rng.standard_normal(
         (n, DIM), dtype=np.float32
@@ -120,27 +128,13 @@ def realistic(
     """`n` chunks of real and generated text (bench/realistic.py), their vectors, QUERIES
     real queries (their words, their vector) to report on, QUERIES others to choose
     settings on, and the model the vectors come from."""
-    from groundqa.models import Chunk
     from realistic import corpus, places
 
     made = corpus(n)
-    chunks = []
-    for i, (text, title) in enumerate(zip(made["texts"], made["titles"], strict=True)):
-        doc, part = divmod(i, CHUNKS_PER_DOC)
-        chunks.append(
-            Chunk(
-                chunk_id=f"c{i}",
-                doc_id=f"d{doc}",
-                section_id=f"d{doc}#{part}",
-                title=title,
-                section_path=(f"Part {part + 1}",),
-                text=text,
-                source=f"generated/d{doc}.md",
-                part=0,
-                parts=1,
-                metadata=places(doc),
-            )
-        )
+    chunks = [
+        _chunk(i, text, title, "generated", places(i // CHUNKS_PER_DOC))
+        for i, (text, title) in enumerate(zip(made["texts"], made["titles"], strict=True))
+    ]
     pairs = [
         (str(q).split(), v) for q, v in zip(made["queries"], made["query_vectors"], strict=True)
     ]
@@ -162,13 +156,6 @@ class Handed:
         if list(texts) == ["dimension probe"]:
             return self.vectors[:1]
         return self.vectors[[self.rows[t] for t in texts]]
-
-
-def _peak_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
 
 
 def _dir_mb(path: Path) -> float:
@@ -334,7 +321,7 @@ def one(kind: str, n: int, url: str | None) -> dict[str, Any]:
             disk_mb=round(int(size) / 1e6, 1),
         )
     result["ingest_chunks_per_s"] = round(n / ingest_s, 0)
-    result["ingest_peak_mb"] = _peak_mb()
+    result["ingest_peak_mb"] = peak_rss_mb()
     np.savez(
         _queries_file(n),
         words=np.asarray([" ".join(w) for w, _ in queries + tuning]),
@@ -371,10 +358,10 @@ def query(kind: str, n: int, url: str | None) -> dict[str, Any]:
     result["hnsw"] = _hnsw(store)
     result.update(_measure(store, queries))
     result.update(_worker(store, queries, model_id))
-    result["worker_rss_mb"] = _rss_mb()
+    result["worker_rss_mb"] = rss_mb()
     result["ef_search_sweep"] = _ef_sweep(store, tuning, queries)
     store.close()
-    result["query_peak_mb"] = _peak_mb()
+    result["query_peak_mb"] = peak_rss_mb()
     return result
 
 
@@ -503,13 +490,6 @@ def lower_bound(values: list[float]) -> float:
     return round(float(np.mean(values)) - 1.645 * sd / len(values) ** 0.5, 4)
 
 
-def _rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    return 0.0
-
-
 def _run_one(kind: str, n: int, url: str | None) -> dict[str, Any]:
     """Build in one process, query in another."""
     result: dict[str, Any] = {"store": kind, "chunks": n}
@@ -560,7 +540,7 @@ class ServerMemory:
         import threading
 
         self.pid = int((data / "postmaster.pid").read_text().split()[0])
-        self.peak_kb = 0
+        self.peak_mb = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -573,31 +553,12 @@ class ServerMemory:
         self._thread.join()
 
     def _sample(self) -> None:
+        import psutil
+
         while not self._stop.wait(0.5):
-            total = 0
-            for pid in [self.pid, *_children(self.pid)]:
-                try:
-                    rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-                except OSError:
-                    continue
-                total += sum(
-                    int(line.split()[1]) for line in rollup.splitlines() if line.startswith("Pss:")
-                )
-            self.peak_kb = max(self.peak_kb, total)
-
-    @property
-    def peak_mb(self) -> float:
-        return round(self.peak_kb / 1024, 1)
-
-
-def _children(pid: int) -> list[int]:
-    out: list[int] = []
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            out += [int(c) for c in (task / "children").read_text().split()]
-    except OSError:
-        pass
-    return out
+            with contextlib.suppress(psutil.NoSuchProcess):
+                kids = [p.pid for p in psutil.Process(self.pid).children()]
+                self.peak_mb = max(self.peak_mb, pss_mb([self.pid, *kids]))
 
 
 def run() -> dict[str, Any]:

@@ -20,8 +20,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from _common import ROOT, WORK, machine, write_result
-from serve_load import _client, _questions, _start_server
+from _common import machine, write_result
+from serving import example_index, example_questions, load, server
 
 SECONDS = float(os.environ.get("BENCH_SLOW_SECONDS", "30"))
 SLOW_CLIENTS = 50
@@ -99,21 +99,17 @@ def _run(url: str, questions: list[str], slow: Callable[[], SlowClients] | None)
     time.sleep(1.0 if clients else 0)  # every slow head or body has started
     failures: Counter[str] = Counter()
     try:
-        result = asyncio.run(_client(url, questions, 1, SECONDS, failures))
+        result = asyncio.run(load(url, questions, 1, SECONDS, failures))
     finally:
         seen = clients.close() if clients is not None else {}
     return {**result, "failures": dict(failures), "slow_clients": seen}
 
 
 def run() -> dict[str, Any]:
-    from groundqa.ingestion import ingest
-
-    index = WORK / "serve" / "regpack"
-    ingest([ROOT / "examples" / "regpack"], index)
-    questions = _questions()
-    proc, url, _ = _start_server(index, "off")
-    port = int(url.rsplit(":", 1)[1])
-    try:
+    index = example_index()
+    questions = example_questions()
+    with server(index) as serve:
+        url, port = serve.url, serve.port
         runs = {
             "alone": _run(url, questions, None),
             "50 slow bodies": _run(
@@ -127,9 +123,6 @@ def run() -> dict[str, Any]:
                 lambda: SlowClients(port, SLOW_CLIENTS, _head_start(port), b"X-Slow: 1\r\n"),
             ),
         }
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
     alone = runs["alone"]["p99_ms"]
     data = {
         "machine": machine(),

@@ -33,7 +33,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, WORK, machine, percentile, write_result
-from serve_load import _client, _questions, _start_server
+from serving import example_questions, load, pss_mb, rss_mb, server
 
 SECONDS = float(os.environ.get("BENCH_SOAK_SECONDS", "600"))
 REBUILD_S = float(os.environ.get("BENCH_SOAK_REBUILD_S", "120"))
@@ -44,14 +44,7 @@ EDITED = "local_fennick_waste_collection.md"
 
 def _memory_mb(pid: int) -> dict[str, float]:
     """The server's resident and proportional set sizes, MB."""
-    rss = pss = 0.0
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            rss = int(line.split()[1]) / 1024
-    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-        if line.startswith("Pss:"):
-            pss = int(line.split()[1]) / 1024
-    return {"rss_mb": round(rss, 1), "pss_mb": round(pss, 1)}
+    return {"rss_mb": rss_mb(pid), "pss_mb": pss_mb([pid])}
 
 
 def _corpora(work: Path) -> list[Path]:
@@ -154,9 +147,9 @@ def run() -> dict[str, Any]:
         check=True,
         capture_output=True,
     )
-    questions = _questions()
-    proc, url, _ = _start_server(index, "off", log=work / "serve.log")
-    try:
+    questions = example_questions()
+    with server(index, log=work / "serve.log") as serve:
+        proc, url = serve.proc, serve.url
         at_ready = _memory_mb(proc.pid)
         memory: list[dict[str, float]] = []
         t0 = time.perf_counter()
@@ -173,17 +166,14 @@ def run() -> dict[str, Any]:
         sampler.start()
         samples: list[tuple[float, float]] = []
         failures: Counter[str] = Counter()
-        load = _client(url, questions, CLIENTS, SECONDS, failures, timeline=samples, t0=t0)
-        total = asyncio.run(load)["requests"]
+        loading = load(url, questions, CLIENTS, SECONDS, failures, timeline=samples, t0=t0)
+        total = asyncio.run(loading)["requests"]
         elapsed = time.perf_counter() - t0
         done.set()
         sampler.join()
         rebuilder.join(timeout=120)
         memory.append({"at_s": round(time.perf_counter() - t0, 1), **_memory_mb(proc.pid)})
         alive = proc.poll() is None
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
     latencies = [ms for _, ms in samples]
     first_rebuild = REBUILD_S
     rebuilding = [
