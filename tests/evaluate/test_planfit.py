@@ -188,6 +188,30 @@ def test_ingest_fits_the_plan_of_each_new_build_unless_told_not_to(tmp_path: Pat
     assert "never fitted" in describe_fit({}, DEFAULT_LEXICAL_PLAN)
 
 
+def test_a_fit_reads_a_seeded_sample_of_a_corpus_over_its_text_budget(
+    dense_index: Path, fitted: dict
+) -> None:
+    chunks = Engine.open(dense_index).chunks
+    total = sum(len(c.text) for c in chunks)
+    assert planfit.sample_chunks(chunks, total) == list(chunks)
+    sample = planfit.sample_chunks(chunks, total // 3)
+    assert sample == planfit.sample_chunks(chunks, total // 3)  # the same under SEED
+    assert 0 < len(sample) < len(chunks) and sum(len(c.text) for c in sample) <= total // 3
+    rows = [chunks.index(c) for c in sample]
+    assert rows == sorted(rows) and rows != list(range(len(sample)))  # drawn, in index order
+    assert "sample" not in fitted  # the example corpus is read whole
+
+
+def test_a_fit_over_a_sample_says_so(dense_index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    chunks = Engine.open(dense_index).chunks
+    half = sum(len(c.text) for c in chunks) // 2
+    monkeypatch.setattr(planfit, "MAX_TEXT", half)
+    entry = tune(dense_index, dry_run=True)
+    sampled = len(planfit.sample_chunks(chunks, half))
+    assert entry["sample"] == {"chunks": sampled, "of": len(chunks)}
+    assert entry["probes"] >= planfit.MIN_PROBES  # still fitted, on the sample's questions
+
+
 def test_a_small_corpus_keeps_the_built_in_plan_and_says_why(tmp_path: Path) -> None:
     index = tmp_path / "idx"
     ingest([write_small_corpus(tmp_path / "corpus")], index, dense=None)

@@ -110,6 +110,38 @@ def test_a_near_miss_s_sentence_and_every_sentence_stating_its_fact_are_gone(
     assert len(made.removed) >= len(near)
 
 
+def test_a_fact_written_many_times_is_cut_everywhere_or_not_made_a_near_miss() -> None:
+    # A log that repeats a handful of lines hundreds of times, beside an ordinary section.
+    lines = [
+        f"The {who} inspects the {what} before the {when} tide."
+        for who in ("harbour master", "ferry crew")
+        for what in ("slipway", "north wall", "fuel berth")
+        for when in ("morning", "evening")
+    ]
+    log = " ".join(lines[i % len(lines)] for i in range(600))
+    other = "Dredging of the inner basin is booked every third spring by the port board."
+    documents = [
+        Document(
+            doc_id="log",
+            title="Harbour log",
+            source="log.md",
+            format="markdown",
+            sections=(Section("log#1", "Log", log), Section("log#2", "Dredging", other)),
+        )
+    ]
+    made = make_probes(documents, n=40, method="keywords", seed=0)
+    assert made.counts()["near_miss"] and made.counts()["answerable"]
+    # A line cut went at each of its 50 places (with the lines that state the same fact).
+    assert len(made.removed) % 50 == 0 and len(made.removed) >= 50 * made.counts()["near_miss"]
+    left = split_sentences(corpus_text(made.documents))
+    for probe in (p for p in made.probes if p.kind == "near_miss"):
+        source = made.source(probe.id)
+        assert source not in left  # every copy of it went, not the first alone
+    for probe in (p for p in made.probes if p.answerable):
+        assert made.source(probe.id) in left
+    assert all(s.text.strip() for d in made.documents for s in d.sections)
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_a_question_holds_back_the_answer_and_does_not_copy_its_sentence(
     documents: list[Document], method: str

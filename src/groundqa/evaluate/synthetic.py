@@ -431,6 +431,10 @@ class _Corpus:
         self.holding: defaultdict[str, list[int]] = defaultdict(list)
         self.surface: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self.vocabulary: set[str] = set()  # every index term, as the gate's unknown_share sees it
+        # word -> (a content word, a figure, its stem): a corpus writes a few thousand
+        # words millions of times, and each is judged once
+        self._words: dict[str, tuple[bool, bool, str]] = {}
+        self._facts: dict[tuple[frozenset[str], frozenset[str]], list[int]] = {}
         for d, doc in enumerate(documents):
             for s, section in enumerate(doc.sections):
                 self.vocabulary.update(
@@ -438,7 +442,9 @@ class _Corpus:
                 )
                 for text in split_sentences(section.text):
                     words = tuple(_WORD.findall(text))
-                    terms = frozenset(self.stem(w) for w in words if self.content(w))
+                    judged = [self._judge(w) for w in words]
+                    terms = frozenset(stem for content, _, stem in judged if content)
+                    pairs = list(zip(words, judged, strict=True))
                     sentence = _Sentence(
                         len(self.sentences),
                         d,
@@ -446,14 +452,14 @@ class _Corpus:
                         text,
                         words,
                         terms,
-                        frozenset(w.lower() for w in words if _figure(w)),
+                        frozenset(w.lower() for w, (_, figure, _) in pairs if figure),
                     )
                     self.sentences.append(sentence)
                     for term in terms:
                         self.holding[term].append(sentence.index)
-                    for w in words:
-                        if self.content(w):
-                            self.surface[self.stem(w)][w.lower()] += 1
+                    for w, (content, _, stem) in pairs:
+                        if content:
+                            self.surface[stem][w.lower()] += 1
         self.n = len(self.sentences)
 
     def known_share(self, question: str) -> float:
@@ -462,12 +468,20 @@ class _Corpus:
         terms = self.analyzer.query_terms(question)
         return sum(t in self.vocabulary for t in terms) / len(terms) if terms else 1.0
 
+    def _judge(self, word: str) -> tuple[bool, bool, str]:
+        judged = self._words.get(word)
+        if judged is None:
+            figure = _figure(word)
+            content = len(word) > 2 and not figure and word.lower() not in self.stop
+            terms = self.analyzer.terms(word)
+            judged = self._words[word] = (content, figure, terms[0] if terms else word.lower())
+        return judged
+
     def content(self, word: str) -> bool:
-        return len(word) > 2 and not _figure(word) and word.lower() not in self.stop
+        return self._judge(word)[0]
 
     def stem(self, word: str) -> str:
-        terms = self.analyzer.terms(word)
-        return terms[0] if terms else word.lower()
+        return self._judge(word)[2]
 
     def idf(self, term: str) -> float:
         return math.log((self.n + 1) / (len(self.holding.get(term, ())) + 0.5))
@@ -501,21 +515,36 @@ class _Corpus:
     def same_fact(self, sentence: _Sentence) -> list[int]:
         """Other sentences that state what `sentence` states: most of its terms, or its
         figures and half of its terms."""
+        return [row for row in self._stating(sentence) if row != sentence.index]
+
+    def _stating(self, sentence: _Sentence) -> list[int]:
+        """Every sentence, `sentence` among them, that states what it states, in order.
+        It depends on its terms and figures alone, so a fact the corpus repeats (a
+        boilerplate clause, a line written a thousand times) is looked up once."""
+        key = _fact(sentence)
+        rows = self._facts.get(key)
+        if rows is not None:
+            return rows
         # A sentence that shares at least a share q of n terms holds one of any
         # n - ceil(q * n) + 1 of them: the rarest are the cheapest to look through.
         n = len(sentence.terms)
         least = min(SAME_FACT, SAME_FIGURES if sentence.figures else SAME_FACT)
         rare = sorted(sentence.terms, key=lambda t: (len(self.holding[t]), t))
         rare = rare[: n - math.ceil(least * n - 1e-9) + 1]
-        candidates = {row for t in rare for row in self.holding[t]} - {sentence.index}
-        same = []
-        for row in sorted(candidates):
+        rows = []
+        for row in sorted({row for t in rare for row in self.holding[t]}):
             other = self.sentences[row]
-            shared = len(sentence.terms & other.terms) / len(sentence.terms)
+            shared = len(sentence.terms & other.terms) / n
             figures = bool(sentence.figures) and sentence.figures <= other.figures
             if shared >= SAME_FACT or (figures and shared >= SAME_FIGURES):
-                same.append(row)
-        return same
+                rows.append(row)
+        self._facts[key] = rows
+        return rows
+
+
+def _fact(sentence: _Sentence) -> tuple[frozenset[str], frozenset[str]]:
+    """What decides which sentences state the same fact as `sentence`."""
+    return sentence.terms, sentence.figures
 
 
 def _figure(word: str) -> bool:
@@ -640,8 +669,9 @@ def _without(
         sections = []
         for s, section in enumerate(doc.sections):
             text = section.text
-            for sentence in gone.get((d, s), []):
-                text = text.replace(sentence, "", 1)
+            # A sentence cut n times is cut at its first n places in one pass, not n.
+            for sentence, times in Counter(gone.get((d, s), [])).items():
+                text = text.replace(sentence, "", times)
             sections.append(replace(section, text=re.sub(r"[ \t]{2,}", " ", text).strip()))
         out.append(replace(doc, sections=tuple(sections)))
     return out
@@ -674,22 +704,23 @@ def make_probes(
     sources: list[tuple[str, str]] = []
     left_in_section = Counter((s.doc, s.section) for s in corpus.sentences)
     near = 0
+    # Facts that can no longer be cut: one of their sentences answers a question, or the
+    # cut would empty a section. Both only grow, so each such fact is judged once.
+    uncuttable: set[tuple[frozenset[str], frozenset[str]]] = set()
     for sentence in pool:
         section = documents[sentence.doc].sections[sentence.section]
         if sentence.index in taken:
             continue
-        if near < want_near and sentence.index not in answer_rows:
+        fact = _fact(sentence)
+        if near < want_near and sentence.index not in answer_rows and fact not in uncuttable:
             same = [sentence.index, *corpus.same_fact(sentence)]
-            if answer_rows.isdisjoint(same) and all(
-                left_in_section[(corpus.sentences[r].doc, corpus.sentences[r].section)]
-                > sum(
-                    1
-                    for o in same
-                    if (corpus.sentences[o].doc, corpus.sentences[o].section)
-                    == (corpus.sentences[r].doc, corpus.sentences[r].section)
-                )
-                for r in same
+            # Each section keeps at least one sentence after the cut.
+            cut = Counter((corpus.sentences[r].doc, corpus.sentences[r].section) for r in same)
+            if not answer_rows.isdisjoint(same) or any(
+                left_in_section[place] <= count for place, count in cut.items()
             ):
+                uncuttable.add(fact)
+            else:
                 question = make(corpus, sentence, section, rng)
                 if question:
                     near += 1
