@@ -147,12 +147,12 @@ def test_embedder_figures_are_its_results_file() -> None:
     int8, torch = runtimes["minilm"], runtimes["sentence-transformers (torch CPU)"]
     quoted(text, "mean cosine of 0.9994", "0.9994", int8["agreement_mean"])
     quoted(text, "(lowest 0.9991)", "0.9991", int8["agreement_min"])
-    assert "about twice as fast as sentence-transformers" in text
-    assert 1.5 <= torch["p50_ms"] / int8["p50_ms"] <= 2.5
-    quoted(text, "p50 3.1 ms", "3.1", int8["p50_ms"])
-    quoted(text, "against 6.3 ms", "6.3", torch["p50_ms"])
-    quoted(text, "passages at 25.0 a second", "25.0", int8["passages_per_s"])
-    quoted(text, "against torch's 41.4", "41.4", torch["passages_per_s"])
+    assert "more than twice as fast as sentence-transformers" in text
+    assert torch["p50_ms"] / int8["p50_ms"] > 2
+    quoted(text, "(p50 3.1 ms", "3.1", int8["p50_ms"])
+    quoted(text, "against 8.3 ms", "8.3", torch["p50_ms"])
+    quoted(text, "passages at 40.2 a second", "40.2", int8["passages_per_s"])
+    quoted(text, "against torch's 27.4", "27.4", torch["passages_per_s"])
     assert "a quarter of the space" in text
     assert 0.2 <= int8["install_mb"] / torch["install_mb"] <= 0.3
 
