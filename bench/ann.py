@@ -22,7 +22,7 @@ from _common import ROOT, machine, write_result
 
 sys.path.insert(0, str(ROOT))
 
-import scale
+import atscale
 
 SIZES = (100_000, 1_000_000)
 EF_SEARCH = (64, 96, 128, 192, 256, 512, 640, 768, 1000, 1280)
@@ -36,7 +36,7 @@ def sweep(size: int) -> dict[str, Any]:
     from groundqa.text import Analyzer
     from realistic import base
 
-    folder = scale.SCALE_WORK / f"directory-{size}"
+    folder = atscale.SCALE_WORK / f"directory-{size}"
     if not folder.is_dir():
         raise SystemExit(f"no {folder}: run BENCH_SCALES={size} python bench/scale.py first")
     real = base()
@@ -45,7 +45,7 @@ def sweep(size: int) -> dict[str, Any]:
     ]
     # scale.py reports on the first QUERIES real queries (in its own order); every other
     # real query is one to choose by.
-    queries, choosing = pairs[: scale.QUERIES], pairs[scale.QUERIES :]
+    queries, choosing = pairs[: atscale.QUERIES], pairs[atscale.QUERIES :]
     store = load_index(folder, Analyzer())
     # Warm-up at the widest setting, so the first rows do not pay for reading the graph's
     # mapped vectors from disk and the latencies compare settings, not the page cache.
@@ -53,7 +53,7 @@ def sweep(size: int) -> dict[str, Any]:
     store.vectors.ann.hnsw.efSearch = max(EF_SEARCH)
     for _, vector in choosing + queries:
         store.vector_search(vector, 10)
-    swept = scale._ef_sweep(store, choosing, queries, EF_SEARCH)
+    swept = atscale.ef_sweep(store, choosing, queries, EF_SEARCH)
     assert swept is not None
     enough = [e["ef_search"] for e in swept if e["tuning"]["recall_at_10_low95"] >= TARGET]
     return {

@@ -35,7 +35,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from _common import ROOT, WORK, latency_summary, machine, shared_path, time_each, write_result
+import sets
+from _common import ROOT, WORK, latency_summary, machine, time_each, write_result
 from groundqa import audit
 from groundqa.audit import VERDICTS, AuditReport, audit_answer
 from groundqa.generate import cite
@@ -93,33 +94,27 @@ def _hit(doc: dict[str, Any], rank: int) -> Hit:
 
 
 def load_cases() -> list[Case] | None:
-    folder = shared_path("bench", "scifact")
-    if folder is None:
+    found = sets.scifact_claims("train")
+    if found is None:
         return None
-    corpus: dict[str, dict[str, Any]] = {}
-    with (folder / "corpus.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            doc = json.loads(line)
-            corpus[str(doc["_id"])] = doc
+    corpus, claims = found
     cases: list[Case] = []
-    with (folder / "claims" / "claims_train.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            row = json.loads(line)
-            docs = [corpus[str(d)] for d in row["cited_doc_ids"] if str(d) in corpus]
-            if not docs:
-                continue
-            hits = tuple(_hit(d, i) for i, d in enumerate(docs, start=1))
-            citations = tuple(cite(i, h, "") for i, h in enumerate(hits, start=1))
-            marker = "[" + ", ".join(str(i) for i in range(1, len(hits) + 1)) + "]"
-            cases.append(
-                Case(
-                    claim_id=row["id"],
-                    label=_label(row["evidence"]),
-                    answer=f"{row['claim'].rstrip()} {marker}",
-                    citations=citations,
-                    passages=hits,
-                )
+    for row in claims:
+        docs = [corpus[str(d)] for d in row["cited_doc_ids"] if str(d) in corpus]
+        if not docs:
+            continue
+        hits = tuple(_hit(d, i) for i, d in enumerate(docs, start=1))
+        citations = tuple(cite(i, h, "") for i, h in enumerate(hits, start=1))
+        marker = "[" + ", ".join(str(i) for i in range(1, len(hits) + 1)) + "]"
+        cases.append(
+            Case(
+                claim_id=row["id"],
+                label=_label(row["evidence"]),
+                answer=f"{row['claim'].rstrip()} {marker}",
+                citations=citations,
+                passages=hits,
             )
+        )
     return cases
 
 

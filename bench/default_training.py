@@ -48,7 +48,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sets
 from _common import WORK, machine, shared_path, write_result
 from default_gate import clapnq_training_features
-from gate import _engine
 from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
 from groundqa.evaluate.calibrate import (
@@ -167,22 +166,23 @@ def held_out() -> dict[str, ProbeFeatures] | None:
     city_guides, natech, obliqa = sets.city_guides(), sets.natech(), sets.obliqa()
     if city_guides is None or natech is None or obliqa is None:
         return None
-    from dense import DENSE_WORK
+    from sets import BUILDS
 
     guides, own, seed_probes = city_guides
     csv, natech_probes = natech
     # The gate benchmark's own default builds, and the dense benchmark's ObliQA index.
-    city = _engine([guides], "city_guides", reader="lexical")
-    ingest([obliqa.documents], DENSE_WORK / "obliqa", fmt="obliqa")
+    city = sets.build([guides], "city_guides", reader="lexical")
+    ingest([obliqa.documents], BUILDS / "obliqa", fmt="obliqa")
     return {
         "city guides, seed questions": probe_features(city, seed_probes),
         "city guides, our probes": probe_features(city, own),
         "example corpus": probe_features(
-            _engine([sets.REGPACK], "regpack", reader="lexical"), load_probes(sets.REGPACK_PROBES)
+            sets.build([sets.REGPACK], "regpack", reader="lexical"),
+            load_probes(sets.REGPACK_PROBES),
         ),
-        "natech": probe_features(_engine([csv], "natech", reader="lexical"), natech_probes),
+        "natech": probe_features(sets.build([csv], "natech", reader="lexical"), natech_probes),
         "obliqa dev": probe_features(
-            Engine.open(DENSE_WORK / "obliqa", reader="lexical"), obliqa.probes()
+            Engine.open(BUILDS / "obliqa", reader="lexical"), obliqa.probes()
         ),
     }
 

@@ -26,16 +26,14 @@ from typing import Any
 import sets
 from _common import (
     ROOT,
-    WORK,
     latency_summary,
     machine,
+    new_search,
     time_each,
     write_result,
 )
+from report import PLAN_LABELS
 
-# Kept between runs (outside WORK, which bench/retrieval.py clears): an unchanged corpus is
-# not embedded again, and the build's own timings come from its manifest.
-DENSE_WORK = WORK.parent / ".work-dense"
 # hybrid is reciprocal-rank fusion; hybrid+weighted the 0.3/0.7 preset; the last is the
 # engine's default plan (retrieve.DEFAULT_DENSE_PLAN).
 RETRIEVERS = ("bm25", "dense", "hybrid", "hybrid+weighted", "hybrid+weighted=0.5/0.5+defs")
@@ -82,12 +80,6 @@ def _peak_memory_mb(index: Path, queries: list[str], retriever: str) -> float:
         capture_output=True,
     )
     return int(proc.stdout.split()[-1]) / 1024
-
-
-def new_search(engine: Any, query: str, plan: str) -> Any:
-    """One search as a new question meets it: the query's vector is not kept from before."""
-    engine.retriever.forget_queries()
-    return engine.search(query, depth=10, retriever=plan)
 
 
 def _new_embedding(engine: Any, query: str) -> Any:
@@ -170,7 +162,7 @@ def scifact() -> dict[str, Any] | None:
     from groundqa.index.directory import DirectoryStore
     from groundqa.ingestion import ingest
 
-    index = DENSE_WORK / "scifact"
+    index = sets.BUILDS / "scifact"
     report = ingest([test.corpus], index, fmt="beir")
     engine = Engine.open(index)
     chunks = report.counts["chunks"]
@@ -223,7 +215,7 @@ def scifact_whole() -> dict[str, Any] | None:
     from groundqa.evaluate.beir import retrieve_run, score_run
     from groundqa.ingestion import ingest
 
-    index = DENSE_WORK / "scifact-whole"
+    index = sets.BUILDS / "scifact-whole"
     ingest([test.corpus], index, fmt="beir", chunker=ChunkerSettings(max_chars=100_000))
     engine = Engine.open(index)
     s = score_run(retrieve_run(engine, test.queries, depth=100, retriever="dense"), test.qrels)
@@ -241,7 +233,7 @@ def _probe_runs(
     from groundqa.evaluate import evaluate_probes
     from groundqa.ingestion import ingest
 
-    index = DENSE_WORK / name
+    index = sets.BUILDS / name
     ingest(corpus, index)
     engine = Engine.open(index)
     return {
@@ -277,7 +269,7 @@ def obliqa() -> dict[str, Any] | None:
     from groundqa.ingestion import ingest
 
     queries, qrels = dev.queries, dev.qrels
-    index = DENSE_WORK / "obliqa"
+    index = sets.BUILDS / "obliqa"
     report = ingest([dev.documents], index, fmt="obliqa")
     engine = Engine.open(index)
     out: dict[str, Any] = {
@@ -344,15 +336,8 @@ def regpack() -> dict[str, Any]:
     return {plan: {k: round(r.metrics[k], 4) for k in keys} for plan, r in reports.items()}
 
 
-LABELS = {
-    "hybrid": "hybrid (RRF, k=60)",
-    "hybrid+weighted": "hybrid+weighted (0.3/0.7)",
-    "hybrid+weighted=0.5/0.5+defs": "hybrid+weighted=0.5/0.5+defs (the default)",
-}
-
-
 def _label(plan: str, tuned: str = "") -> str:
-    label = LABELS.get(plan, plan)
+    label = PLAN_LABELS.get(plan, plan)
     return f"{label} (chosen on train)" if plan == tuned else label
 
 
@@ -361,7 +346,7 @@ def _row(cells: list[str]) -> str:
 
 
 def run() -> dict[str, Any]:
-    DENSE_WORK.mkdir(parents=True, exist_ok=True)
+    sets.BUILDS.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"machine": machine()}
     seconds: dict[str, float] = {}
     for name, fn in (

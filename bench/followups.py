@@ -33,8 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, WORK, machine, write_result
-from generation import _smollm2
+from _common import ROOT, WORK, machine, smollm2_gguf, write_result
 
 SETS = {
     "development (in-sample)": ROOT / "examples" / "regpack.followups.jsonl",
@@ -124,7 +123,7 @@ def run() -> dict[str, Any]:
     index = WORK / "followups" / "regpack"
     ingest([ROOT / "examples" / "regpack"], index)
     engine = Engine.open(index)
-    gguf = _smollm2()
+    gguf = smollm2_gguf()
     model = f"gguf:{gguf}" if gguf is not None else None
     sets: dict[str, Any] = {}
     for label, path in SETS.items():

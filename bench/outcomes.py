@@ -38,7 +38,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, WORK, machine, shared_path, write_result
+import sets
+from _common import ROOT, WORK, machine, write_result
 from groundqa.engine import Engine
 from groundqa.evaluate.calibrate import reliability as calibrate_reliability
 from groundqa.evaluate.harness import ProbeResult, evaluate_probes
@@ -121,9 +122,8 @@ def ingest_cost() -> dict[str, Any]:
     cases: list[tuple[str, list[Path], str, DenseSettings | None]] = [
         ("example corpus, with vectors", [ROOT / "examples" / "regpack"], "auto", DenseSettings())
     ]
-    scifact = shared_path("bench", "scifact")
-    if scifact is not None:
-        cases.insert(0, ("SciFact, BM25-only", [scifact / "corpus.jsonl"], "beir", None))
+    if (scifact := sets.scifact()) is not None:
+        cases.insert(0, ("SciFact, BM25-only", [scifact.corpus], "beir", None))
     out: dict[str, Any] = {}
     for name, sources, fmt, dense in cases:
         row: dict[str, Any] = {}

@@ -34,8 +34,8 @@ from _common import ROOT, latency_summary, machine, write_result
 
 sys.path.insert(0, str(ROOT))
 
+import atscale
 import pg
-import scale
 
 SIZE = int(os.environ.get("BENCH_PG_ANN_SIZE", "100000"))
 GRAPHS = tuple(
@@ -114,7 +114,7 @@ def _sweep(url: str, pairs: dict[str, tuple[np.ndarray, list[set[int]]]]) -> lis
                         recall.append(len(set(found) & exact) / len(exact))
                     row[name] = {
                         "recall_at_10": round(float(np.mean(recall)), 4),
-                        "recall_at_10_low95": scale.lower_bound(recall),
+                        "recall_at_10_low95": atscale.lower_bound(recall),
                         **latency_summary(ms),
                     }
                 out.append(row)
@@ -132,12 +132,12 @@ def run() -> dict[str, Any]:
     vectors = np.ascontiguousarray(made["vectors"], np.float32)
     queries = np.asarray(made["query_vectors"], np.float32)
     # scale.py reports on its first QUERIES real queries; every other one is to choose by.
-    reported, choosing = queries[: scale.QUERIES], queries[scale.QUERIES :]
+    reported, choosing = queries[: atscale.QUERIES], queries[atscale.QUERIES :]
     pairs = {
         "choosing": (choosing, _exact(vectors, choosing)),
         "reported": (reported, _exact(vectors, reported)),
     }
-    data_dir = scale.SCALE_WORK / f"pgdata-{RESULT}"
+    data_dir = atscale.SCALE_WORK / f"pgdata-{RESULT}"
     builds = []
     with pg.server(data_dir, fast=False, flavor="bm25") as admin:
         url = pg.database(admin, "pg_ann", vector=False)

@@ -7,7 +7,7 @@ opened with `bm25_index=False`), and the index directory (bm25s in memory).
   (no vectors) into an index directory and into a PostgreSQL 17 with pg_textsearch; the
   bm25 retriever's metrics through each, the queries whose top 10 differ, and
   `lexical_search` latency at k 10 and 100 (what a hybrid plan asks for).
-- Scale: synthetic chunks (bench/scale.py's generator: ~100 Zipf words each), lexical
+- Scale: synthetic chunks (bench/atscale.py's generator: ~100 Zipf words each), lexical
   only, at BENCH_PG_BM25_SCALES (default 100,000 and 1,000,000; the 1M part takes about
   20 minutes): ingest and index build time, index size, latency of both PostgreSQL paths,
   and whether the two return the same top k for every query. A latency loop that runs
@@ -198,10 +198,10 @@ def scale(admin_url: str, n: int) -> dict[str, Any]:
     """Synthetic chunks, lexical only: both PostgreSQL paths over the same build."""
     import psycopg
 
+    from atscale import synthetic, synthetic_manifest, write_postgres
     from groundqa.index.lexical import BM25Settings
     from groundqa.index.postgres import PostgresStore
     from groundqa.text import Analyzer
-    from scale import synthetic, synthetic_manifest, write_postgres
 
     chunks, _, queries = synthetic(n)
     bm25, analyzer = BM25Settings(), Analyzer()
@@ -334,7 +334,7 @@ def markdown(data: dict[str, Any]) -> str:
     )
     md += ["", *(f"- {n}" for n in notes), ""]
     md += [
-        "**Scale** (synthetic chunks of ~100 Zipf words from bench/scale.py, 200 queries of "
+        "**Scale** (synthetic chunks of ~100 Zipf words from bench/atscale.py, 200 queries of "
         "3-5 of a chunk's words, one `lexical_search` call each after 5 warm-up calls):",
         "",
         "| chunks | ingest s | pg_textsearch index s | index MB (bm25 / GIN) | path | "

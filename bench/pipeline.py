@@ -39,13 +39,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, latency_summary, machine, shared_path, write_result
-from dense import DENSE_WORK
+import sets
+from _common import ROOT, latency_summary, machine, write_result
+from sets import BUILDS
 
 DEFAULT_BASELINE = "3e7a25b"
 # Kept between runs (bench/retrieval.py clears bench/.work): the baseline's source per
 # commit, and the SciFact build, which takes minutes to embed.
-PIPELINE_WORK = DENSE_WORK / "pipeline"
+PIPELINE_WORK = BUILDS / "pipeline"
 PLACES = 4
 WARMUP = 5
 # The methods alone, as `eval --beir` compares them by default; each side's default plan
@@ -412,35 +413,19 @@ def regpack(sides: Sequence[Side], rounds: int) -> dict[str, Any]:
     }
 
 
-def _scifact_questions(folder: Path, split: str = "test") -> list[str]:
-    """The split's judged queries, in qrels order."""
-    texts = {}
-    with (folder / "queries.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                q = json.loads(line)
-                texts[str(q["_id"])] = q["text"]
-    qids: dict[str, None] = {}
-    lines = (folder / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()
-    for line in lines[1:]:
-        if line.strip():
-            qids.setdefault(line.split("\t")[0], None)
-    return [texts[q] for q in qids if q in texts]
-
-
 def scifact(sides: Sequence[Side], rounds: int, rebuild: bool) -> dict[str, Any] | None:
     """The baseline embeds SciFact once (kept between runs); the working tree is handed a
     copy of that build and its own ingest decides: the same corpus and settings open the
     same build, anything else (or `rebuild`) makes the working tree build its own."""
-    folder = shared_path("bench", "scifact")
-    if folder is None:
+    test = sets.scifact("test")
+    if test is None:
         return None
     before_side, after_side = sides
     work = PIPELINE_WORK / "scifact"
     work.mkdir(parents=True, exist_ok=True)
-    questions = _scifact_questions(folder)
+    questions = [test.queries[q] for q in test.qrels]  # in qrels order
     questions_file = _write_questions(work, questions)
-    corpus = str(folder / "corpus.jsonl")
+    corpus = str(test.corpus)
     indexes = {"before": work / "before", "after": work / "after"}
     ingest = ["ingest", corpus, "--format", "beir", "--index"]
     report, _ = before_side.cli(*ingest, str(indexes["before"]))
@@ -472,7 +457,7 @@ def scifact(sides: Sequence[Side], rounds: int, rebuild: bool) -> dict[str, Any]
         sides,
         lambda side: [
             "--beir",
-            str(folder),
+            str(test.folder),
             "--index",
             str(indexes[side.name]),
             "--retrievers",

@@ -30,21 +30,19 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import sets
 from _common import machine, write_result
-from dense import DENSE_WORK
 from groundqa.engine import Engine
-from groundqa.evaluate.metrics import dedupe, ndcg_at_k, recall_at_k
-from groundqa.evaluate.planfit import DEPTH, K, fit_plan, paired_interval
+from groundqa.evaluate.planfit import K, fit_plan
 from groundqa.evaluate.probes import Probe
 from groundqa.ingestion import ingest
 from groundqa.retrieve import DEFAULT_DENSE_PLAN
+from paired import difference, difference_cell, mean, pair, per_question
+from sets import BUILDS, built_corpora
 
 BM25 = "bm25"
 # Entries of a build's timings that count things rather than seconds.
@@ -61,59 +59,8 @@ FREE_GRID = (
 )
 
 
-def corpora() -> dict[str, tuple[str, list[Path], str, list[Probe]]]:
-    """name -> (index name under bench/.work-dense, sources, format, answerable questions).
-
-    The index names are `bench/dense.py`'s where it builds the same corpus, so its
-    vectors are reused rather than embedded again."""
-    index_names = {
-        "example corpus": "regpack",
-        "city guides": "city_guides",
-        "Natech": "natech",
-        "ObliQA dev": "obliqa",
-        "ClapNQ shared half": "clapnq",
-    }
-    out = {
-        name: (index_names[name], sources, fmt, [p for p in probes if p.answerable])
-        for name, (sources, fmt, probes) in sets.corpora().items()
-    }
-    if (test := sets.scifact("test")) is not None:
-        out["SciFact test"] = ("scifact", [test.corpus], "beir", sets.scifact_probes(test))
-    return out
-
-
-def per_question(
-    engine: Engine, probes: Sequence[Probe], plans: Sequence[str]
-) -> dict[str, tuple[list[float], list[float]]]:
-    """plan -> (recall@K, nDCG@K) per question, over sections. Each question is asked of
-    every plan in turn, so its vector is embedded once."""
-    out: dict[str, tuple[list[float], list[float]]] = {p: ([], []) for p in plans}
-    for probe in probes:
-        expected = set(probe.expected)
-        for plan in plans:
-            ranked = dedupe(
-                h.chunk.section_id for h in engine.search(probe.question, DEPTH, retriever=plan)
-            )
-            out[plan][0].append(recall_at_k(ranked, expected, K))
-            out[plan][1].append(ndcg_at_k(ranked, dict.fromkeys(expected, 1.0), K))
-    return out
-
-
-def _mean(values: Sequence[float]) -> float:
-    return round(sum(values) / len(values), 4) if values else 0.0
-
-
-def _difference(a: Sequence[float], b: Sequence[float], groups: Sequence[str]) -> dict[str, Any]:
-    low, high = paired_interval(a, b, groups)
-    return {
-        "mean": round(_mean(a) - _mean(b), 4),
-        "interval": [round(low, 4), round(high, 4)],
-        "real": low > 0 or high < 0,
-    }
-
-
 def one_set(index_name: str, sources: list[Path], fmt: str, probes: list[Probe]) -> dict[str, Any]:
-    index = DENSE_WORK / index_name
+    index = BUILDS / index_name
     ingest(sources, index, fmt=fmt)
     engine = Engine.open(index, reader="lexical")
     started = time.perf_counter()
@@ -144,7 +91,7 @@ def one_set(index_name: str, sources: list[Path], fmt: str, probes: list[Probe])
         "fit_s": round(fit_s, 1),
         "build_s": round(build_s, 1),
         "runs": {
-            name: {f"recall@{K}": _mean(r), f"ndcg@{K}": _mean(n)} for name, (r, n) in rows.items()
+            name: {f"recall@{K}": mean(r), f"ndcg@{K}": mean(n)} for name, (r, n) in rows.items()
         },
     }
     pairs = (
@@ -155,25 +102,12 @@ def one_set(index_name: str, sources: list[Path], fmt: str, probes: list[Probe])
     )
     out["differences"] = {
         f"{a} - {b}": {
-            f"recall@{K}": _difference(rows[a][0], rows[b][0], groups),
-            f"ndcg@{K}": _difference(rows[a][1], rows[b][1], groups),
+            f"recall@{K}": difference(rows[a][0], rows[b][0], groups),
+            f"ndcg@{K}": difference(rows[a][1], rows[b][1], groups),
         }
         for a, b in pairs
     }
     return out
-
-
-def pair(run: dict[str, float], digits: int = 4) -> str:
-    """A run's recall@K and nDCG@K, as "0.8500 / 0.7314"."""
-    return f"{run[f'recall@{K}']:.{digits}f} / {run[f'ndcg@{K}']:.{digits}f}"
-
-
-def difference_cell(d: dict[str, Any], digits: int = 4, real: str = " (real)") -> str:
-    """A paired difference (`_difference`) as "+0.0186 [+0.0098, +0.0273]", marked `real`
-    where its interval excludes 0."""
-    low, high = d["interval"]
-    mark = real if d["real"] else ""
-    return f"{d['mean']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]{mark}"
 
 
 def _chosen(s: dict[str, Any], fit: str, plan: str) -> str:
@@ -245,7 +179,7 @@ def markdown(data: dict[str, Any]) -> str:
 def run() -> dict[str, Any]:
     started = time.perf_counter()
     sets = {}
-    for name, (index_name, sources, fmt, probes) in corpora().items():
+    for name, (index_name, sources, fmt, probes) in built_corpora().items():
         t = time.perf_counter()
         sets[name] = one_set(index_name, sources, fmt, probes)
         print(f"{name}: {time.perf_counter() - t:.0f} s", file=sys.stderr)

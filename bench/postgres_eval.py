@@ -45,10 +45,12 @@ from _common import (
     WORK,
     latency_summary,
     machine,
+    new_search,
     time_each,
     write_result,
 )
-from dense import DENSE_WORK, new_search
+from report import PLAN_LABELS
+from sets import BUILDS
 
 sys.path.insert(0, str(ROOT))
 
@@ -310,7 +312,7 @@ def scifact(admin_url: str) -> dict[str, Any] | None:
     from groundqa.text import Analyzer
 
     assert PLANS[-1] == DEFAULT_DENSE_PLAN, (PLANS, DEFAULT_DENSE_PLAN)
-    index = DENSE_WORK / "scifact"
+    index = BUILDS / "scifact"
     t = time.perf_counter()
     report = ingest([test.corpus], index, fmt="beir")  # a no-op while unchanged
     dir_build_s = time.perf_counter() - t
@@ -528,7 +530,6 @@ def _parting_note(sf: dict[str, Any]) -> str:
 
 
 def markdown(data: dict[str, Any]) -> str:
-    from dense import LABELS
 
     seconds = data["seconds"]
     md = [
@@ -566,7 +567,7 @@ def markdown(data: dict[str, Any]) -> str:
                 md.append(
                     _row(
                         [
-                            LABELS.get(plan, plan),
+                            PLAN_LABELS.get(plan, plan),
                             STORE_LABELS[name],
                             *(f"{r[k]:.4f}" for k in METRICS),
                             f"{lat['p50_ms']:.2f}",
@@ -597,7 +598,7 @@ def markdown(data: dict[str, Any]) -> str:
                 md.append(
                     _row(
                         [
-                            LABELS.get(plan, plan),
+                            PLAN_LABELS.get(plan, plan),
                             pair,
                             str(d["top10_order_differs"]),
                             str(d["top10_set_differs"]),
@@ -638,7 +639,7 @@ def markdown(data: dict[str, Any]) -> str:
             md.append(
                 _row(
                     [
-                        LABELS.get(r, r),
+                        PLAN_LABELS.get(r, r),
                         store,
                         *(f"{m[k]:.4f}" if k in m else "-" for k in (*PROBE_KEYS, *REFUSAL_KEYS)),
                     ]

@@ -272,10 +272,10 @@ def rerank() -> dict[str, Any] | None:
     """nDCG@10 of the default plan, and of the same top 20 reranked by the answer model."""
     import random
 
-    from dense import DENSE_WORK
     from groundqa.engine import Engine
     from groundqa.evaluate.beir import score_run
     from groundqa.ingestion import ingest
+    from sets import BUILDS
 
     test, obliqa = sets.scifact("test"), sets.obliqa()
     if test is None or obliqa is None:
@@ -284,14 +284,14 @@ def rerank() -> dict[str, Any] | None:
     picked = sorted(random.Random(13).sample(sorted(queries), RERANK_OBLIQA))
     runs = {
         "scifact_test": (
-            DENSE_WORK / "scifact",
+            BUILDS / "scifact",
             [test.corpus],
             "beir",
             test.queries,
             test.qrels,
         ),
         "obliqa_dev_sample": (
-            DENSE_WORK / "obliqa",
+            BUILDS / "obliqa",
             [obliqa.documents],
             "obliqa",
             {q: queries[q] for q in picked},

@@ -37,7 +37,7 @@ Measured, by format, by kind and per document:
   packages install (`bench/real_docs.heldout.jsonl`; each skipped where it is not
   installed), questions written after the rules they test and never used to change them,
   so they show what the figures above owe to the documents the rules were written on
-  (see HELD_OUT_PROBES).
+  (see `sets.HELD_OUT_PROBES`).
 
     python bench/real_docs.py   # (part of `make bench`; skips without ../shared)
 """
@@ -62,33 +62,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, WORK, machine, shared_path, write_result
 from _ocr_reference import load_reference, word_accuracy
-
-PROBES = ROOT / "bench" / "real_docs.probes.jsonl"
-# Questions on documents that Debian packages install, read where the packages put them
-# (each file skipped where it is not installed): the held-out check of the figures above.
-# - Two PDF manuals (12 questions, ids mime-*, asn1-*): written after the loader's rules
-#   and changed none of them. The manuals were looked at before: libtasn1's, which the
-#   real-documents issue names, led to the outline-title matching and one rule of the
-#   heading finder; shared-mime-info's to none.
-# - Two HTML pages (16 questions, ids passwd-*, pypolicy-*): written by someone who saw
-#   neither the loaders' and the reader's rules nor any other question set, after the
-#   reader's fact-kind and document-name rules were fixed (commit 10c1ca8), and first
-#   run at 4a28244. One reader rule changed after that (e5da96f: a definition is ranked
-#   first but no longer counts for the gate), for the gate's false refusals on ClapNQ,
-#   not for these questions; nothing was changed for their results.
-HELD_OUT_PROBES = ROOT / "bench" / "real_docs.heldout.jsonl"
-HELD_OUT_FILES = (
-    Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"),
-    Path("/usr/share/doc/libtasn1-doc/libtasn1.pdf"),
-    Path("/usr/share/doc/base-passwd/users-and-groups.html"),
-    Path("/usr/share/doc/python3/python-policy.html"),
+from report import pct, table
+from sets import (
+    HELD_OUT_FILES,
+    HELD_OUT_PROBES,
+    REAL_KINDS,
+    RealProbe,
+    doc_format,
+    load_real_probes,
 )
+
 OCR_REFERENCE = ROOT / "bench" / "real_docs.ocr_reference.json"
 MARKITDOWN_PYTHON = ROOT / ".venv-markitdown" / "bin" / "python"
 MARKITDOWN_SCRIPT = Path(__file__).resolve().parent / "_markitdown_convert.py"
 REAL_WORK = WORK / "real_docs"
-KINDS = ("text", "table", "ocr")
-FORMATS = {".pdf": "pdf", ".html": "html", ".htm": "html", ".docx": "docx"}
 SYSTEMS = ("groundqa", "pypdf", "markitdown")
 K = 5
 ROUNDS = 3
@@ -108,64 +95,6 @@ NUMBER = "<n>"
 _PUNCT = re.compile(r"[^\w\s]|_")
 _DIGITS = re.compile(r"\d+")
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-"})
-
-
-# --- probes -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RealProbe:
-    """One labelled question: where its answer is and a string a right answer holds."""
-
-    id: str
-    doc: str
-    question: str
-    page: int | None
-    section: str
-    answer: str
-    kind: str
-
-    @property
-    def format(self) -> str:
-        return doc_format(self.doc)
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> RealProbe:
-        """A probe from one JSON line; ValueError naming the field that is wrong."""
-        for key in ("id", "doc", "question", "section", "answer"):
-            if not isinstance(d.get(key), str) or not d[key].strip():
-                raise ValueError(f"`{key}` must be a non-empty string")
-        if d.get("kind") not in KINDS:
-            raise ValueError(f"`kind` must be one of {', '.join(KINDS)}, got {d.get('kind')!r}")
-        page = d.get("page")
-        paged = doc_format(d["doc"]) == "pdf"
-        if paged and (not isinstance(page, int) or isinstance(page, bool) or page < 1):
-            raise ValueError("`page` must be the 1-based physical page for a PDF")
-        if not paged and page is not None:
-            raise ValueError("`page` must be null for a document without pages")
-        return cls(d["id"], d["doc"], d["question"], page, d["section"], d["answer"], d["kind"])
-
-
-def load_real_probes(path: Path = PROBES) -> list[RealProbe]:
-    """Every probe in `path`; ValueError naming the line of a malformed one or a repeated id."""
-    probes: list[RealProbe] = []
-    seen: set[str] = set()
-    for n, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            probe = RealProbe.from_dict(json.loads(line))
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"{path.name}:{n}: {exc}") from None
-        if probe.id in seen:
-            raise ValueError(f"{path.name}:{n}: id {probe.id!r} is used twice")
-        seen.add(probe.id)
-        probes.append(probe)
-    return probes
-
-
-def doc_format(name: str) -> str:
-    return FORMATS.get(Path(name).suffix.lower(), "other")
 
 
 # --- metric helpers (pure) ----------------------------------------------------------
@@ -668,27 +597,14 @@ def header_scores(files: list[Path], systems: Sequence[System]) -> dict[str, dic
 
 
 def _fmt(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{100 * value:.1f}%"
-    return str(value)
+    return pct(value) if value is None or isinstance(value, float) else str(value)
 
 
 def _metric_table(
     title: str, summaries: Mapping[str, Mapping[str, Any]], systems: Sequence[str]
 ) -> list[str]:
-    lines = [
-        f"**{title}**",
-        "",
-        "| metric | " + " | ".join(systems) + " |",
-        "|---|" + "---:|" * len(systems),
-    ]
-    for key, label in METRICS:
-        lines.append(
-            f"| {label} | " + " | ".join(_fmt(summaries[s].get(key)) for s in systems) + " |"
-        )
-    return [*lines, ""]
+    rows = [[label, *(_fmt(summaries[s].get(key)) for s in systems)] for key, label in METRICS]
+    return [f"**{title}**", "", *table(["metric", *systems], rows), ""]
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -715,7 +631,7 @@ def markdown(data: dict[str, Any]) -> str:
         summaries = {s: data["systems"][s]["by_format"].get(fmt, {}) for s in systems}
         if any(summaries.values()):
             out += _metric_table(f"{fmt.upper()} questions", summaries, systems)
-    for kind in KINDS:
+    for kind in REAL_KINDS:
         summaries = {s: data["systems"][s]["by_kind"].get(kind, {}) for s in systems}
         if any(summaries.values()):
             out += _metric_table(f'Questions of kind "{kind}"', summaries, systems)
@@ -723,15 +639,8 @@ def markdown(data: dict[str, Any]) -> str:
         "**Per document** (right page or section of the top citation / answer contains / recall@5; "
         "load seconds; running-header lines left of those in pypdf's text)",
         "",
-        "| document | questions | "
-        + " | ".join(systems)
-        + " | load s ("
-        + " / ".join(systems)
-        + ") | header lines left ("
-        + " / ".join(systems)
-        + ") |",
-        "|---|---:|" + "---|" * len(systems) + "---:|---:|",
     ]
+    rows = []
     for name in data["files"]:
         cells = []
         for s in systems:
@@ -752,8 +661,15 @@ def markdown(data: dict[str, Any]) -> str:
             else "—"
         )
         n = data["systems"][systems[0]]["by_doc"].get(name, {}).get("probes", 0)
-        out.append(f"| {name} | {n} | " + " | ".join(cells) + f" | {secs} | {left} |")
-    out.append("")
+        rows.append([name, n, *cells, secs, left])
+    header = [
+        "document",
+        "questions",
+        *systems,
+        f"load s ({' / '.join(systems)})",
+        f"header lines left ({' / '.join(systems)})",
+    ]
+    out += [*table(header, rows, "lr" + "l" * len(systems) + "rr"), ""]
     speed = data["load_speed"]
     sums = "; ".join(
         f"{sy} " + ", ".join(f"{fmt} {_fmt_s(v)}" for fmt, v in speed["by_format"][sy].items())

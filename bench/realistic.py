@@ -56,15 +56,15 @@ def base() -> dict[str, Any]:
 
 
 def _make_base() -> None:
-    from dense import DENSE_WORK
     from groundqa.engine import Engine
     from groundqa.index.directory import DirectoryStore
     from groundqa.ingestion import ingest
+    from sets import BUILDS
 
     test, train = scifact("test"), scifact("train")
     if test is None or train is None:
         raise SystemExit("the realistic corpus needs ../shared/bench/scifact")
-    index = DENSE_WORK / "scifact"
+    index = BUILDS / "scifact"
     ingest([test.corpus], index, fmt="beir")  # unchanged since bench/dense.py: nothing to do
     engine = Engine.open(index)
     store = engine.store

@@ -28,7 +28,8 @@ from typing import Any
 
 import sets
 from _common import machine, write_result
-from dense import DENSE_WORK, LABELS
+from report import PLAN_LABELS
+from sets import BUILDS
 
 PLANS = ("bm25", "dense", "hybrid", "hybrid+weighted=0.5/0.5+defs")
 METRICS = ("recall@10", "map@10", "ndcg@10", "mrr@10")
@@ -84,10 +85,10 @@ def obliqa() -> dict[str, Any] | None:
     queries, qrels, sources = dev.queries, dev.qrels, dev.documents
     return {
         "queries": len(queries),
-        HIERARCHY: _variant(sources, DENSE_WORK / "obliqa", PLANS, queries, qrels),
+        HIERARCHY: _variant(sources, BUILDS / "obliqa", PLANS, queries, qrels),
         FLAT: _variant(
             sources,
-            DENSE_WORK / "obliqa-no-section-path",
+            BUILDS / "obliqa-no-section-path",
             PLANS,
             queries,
             qrels,
@@ -95,7 +96,7 @@ def obliqa() -> dict[str, Any] | None:
         ),
         FIELD: _variant(
             sources,
-            DENSE_WORK / "obliqa-heading-field",
+            BUILDS / "obliqa-heading-field",
             ("bm25",),
             queries,
             qrels,
@@ -156,7 +157,7 @@ def markdown(data: dict[str, Any]) -> str:
             same = variant == HIERARCHY
             md.append(
                 _row(
-                    [LABELS.get(plan, plan), variant]
+                    [PLAN_LABELS.get(plan, plan), variant]
                     + [f"{r[k]:.4f}" for k in METRICS]
                     + (
                         ["", ""]
@@ -185,7 +186,7 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def run() -> dict[str, Any]:
-    DENSE_WORK.mkdir(parents=True, exist_ok=True)
+    BUILDS.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"machine": machine()}
     seconds: dict[str, float] = {}
     for name, fn in (("obliqa", obliqa),):

@@ -289,17 +289,17 @@ def one_set(
     probes: list[Any],
     args: argparse.Namespace,
 ) -> dict[str, Any]:
-    from dense import DENSE_WORK
     from groundqa.embed import register
     from groundqa.engine import Engine
     from groundqa.evaluate.planfit import K
     from groundqa.index.dense import DenseSettings
     from groundqa.ingestion import ingest
     from groundqa.retrieve import DEFAULT_DENSE_PLAN
-    from planfit import _difference, _mean, per_question
+    from paired import difference, mean, per_question
+    from sets import BUILDS
 
     plans = ("bm25", "dense", DEFAULT_DENSE_PLAN)
-    packaged_index = DENSE_WORK / index_name
+    packaged_index = BUILDS / index_name
     ingest(sources, packaged_index, fmt=fmt)  # reused when bench/dense.py built it already
     packaged = Engine.open(packaged_index, reader="lexical")
     chunks = packaged.store.num_docs
@@ -335,7 +335,7 @@ def one_set(
     made_groups = [p.group or p.id for p in check]
 
     def diff(a: tuple[str, str], b: tuple[str, str], metric: int) -> dict[str, Any]:
-        return _difference(scores[a[0]][a[1]][metric], scores[b[0]][b[1]][metric], groups)
+        return difference(scores[a[0]][a[1]][metric], scores[b[0]][b[1]][metric], groups)
 
     comparisons = {
         "tuned dense - packaged dense": (("tuned", "dense"), ("packaged", "dense")),
@@ -356,7 +356,7 @@ def one_set(
         ),
         "runs": {
             row: {
-                plan: {f"recall@{K}": _mean(r), f"ndcg@{K}": _mean(n)}
+                plan: {f"recall@{K}": mean(r), f"ndcg@{K}": mean(n)}
                 for plan, (r, n) in by_plan.items()
             }
             for row, by_plan in scores.items()
@@ -369,11 +369,11 @@ def one_set(
         "made": {
             "questions": len(check),
             "runs": {
-                row: {plan: {f"recall@{K}": _mean(r)} for plan, (r, _) in by_plan.items()}
+                row: {plan: {f"recall@{K}": mean(r)} for plan, (r, _) in by_plan.items()}
                 for row, by_plan in made_scores.items()
             },
             "differences": {
-                plan: _difference(
+                plan: difference(
                     made_scores["tuned"][plan][0], made_scores["packaged"][plan][0], made_groups
                 )
                 for plan in ("dense", DEFAULT_DENSE_PLAN)
@@ -384,7 +384,7 @@ def one_set(
 
 def markdown(data: dict[str, Any]) -> str:
     from groundqa.retrieve import DEFAULT_DENSE_PLAN
-    from planfit import difference_cell, pair
+    from paired import difference_cell, pair
 
     lines = [
         "# MiniLM tuned to each corpus on questions made from its text",
@@ -483,9 +483,9 @@ def main() -> int:
     parser.add_argument("--name", default="tuned_embedder")
     args = parser.parse_args()
     _torch()
-    from planfit import corpora
+    from sets import built_corpora
 
-    available = corpora()
+    available = built_corpora()
     wanted = [s.strip() for s in args.sets.split(",") if s.strip()]
     WORK.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

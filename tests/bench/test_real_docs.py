@@ -1,4 +1,4 @@
-"""bench/real_docs.py's labelled questions and the measures it scores them with.
+"""bench/real_docs.py's labelled questions (read by `sets`) and the measures it scores them with.
 The measuring itself (ingest, ask, baselines) is the benchmark's, not run here."""
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import _ocr_reference  # noqa: E402
 import real_docs  # noqa: E402
+import sets  # noqa: E402
 
 
 def test_the_probe_file_is_well_formed_and_covers_every_kind() -> None:
-    probes = real_docs.load_real_probes()
+    probes = sets.load_real_probes()
     assert len(probes) >= 40
     assert len({p.id for p in probes}) == len(probes)
-    assert {p.kind for p in probes} == set(real_docs.KINDS)
+    assert {p.kind for p in probes} == set(sets.REAL_KINDS)
     assert {p.format for p in probes} == {"pdf", "html", "docx"}
     for p in probes:
         assert (p.page is None) == (p.format != "pdf"), p.id
@@ -38,9 +39,9 @@ def test_the_probe_file_is_well_formed_and_covers_every_kind() -> None:
 
 
 def test_the_held_out_probes_are_well_formed_and_name_the_held_out_documents() -> None:
-    probes = real_docs.load_real_probes(real_docs.HELD_OUT_PROBES)
+    probes = sets.load_real_probes(sets.HELD_OUT_PROBES)
     assert len(probes) >= 20
-    names = {p.name for p in real_docs.HELD_OUT_FILES}
+    names = {p.name for p in sets.HELD_OUT_FILES}
     assert {p.doc for p in probes} == names
     # a PDF question names its page, a web page's has none
     assert all((p.page is not None and p.page >= 1) == (p.format == "pdf") for p in probes)
@@ -53,7 +54,7 @@ def test_every_probe_names_a_file_and_a_page_it_has() -> None:
 
     folder = need_shared("corpora", "real_docs")
     pages: dict[str, int] = {}
-    for p in real_docs.load_real_probes():
+    for p in sets.load_real_probes():
         path = folder / p.doc
         assert path.is_file(), f"{p.id}: no {p.doc} in {folder}"
         if p.page is not None:
@@ -94,13 +95,13 @@ def test_a_malformed_probe_is_refused_with_its_line(
 ) -> None:
     path = _write(tmp_path, GOOD, {**GOOD, "id": "a2", **change})
     with pytest.raises(ValueError, match=r"probes\.jsonl:2: .*") as err:
-        real_docs.load_real_probes(path)
+        sets.load_real_probes(path)
     assert problem in str(err.value)
 
 
 def test_a_repeated_probe_id_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="id 'a1' is used twice"):
-        real_docs.load_real_probes(_write(tmp_path, GOOD, GOOD))
+        sets.load_real_probes(_write(tmp_path, GOOD, GOOD))
 
 
 def test_a_section_matches_without_case_spacing_or_punctuation() -> None:
