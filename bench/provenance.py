@@ -76,8 +76,6 @@ READER_BENCH = (
     *EMBED,
     *EVALUATE,
     "train/reader_data.py",
-    "bench/dense.py",
-    "bench/retrieval.py",
     *REGPACK,
 )
 # bench/tuned_embedder.py, whatever its training pairs.
@@ -85,8 +83,6 @@ TUNED_EMBEDDER = (
     *ASK,
     *EMBED,
     *EVALUATE,
-    "bench/planfit.py",
-    "bench/synthetic.py",
     "bench/dense.py",
 )
 
@@ -108,7 +104,7 @@ class Benchmark:
 
 # The harness itself: what every benchmark uses to find data and write results, not what
 # it measures.
-HARNESS = ("bench/_common.py", "bench/provenance.py")
+HARNESS = ("bench/_common.py", "bench/provenance.py", "bench/report.py")
 
 
 def bench_modules(script: str) -> list[str]:
@@ -153,7 +149,6 @@ BENCHMARKS: dict[str, Benchmark] = {
             *ASK,
             *EMBED,
             *EVALUATE,
-            "bench/retrieval.py",
             "bench/seeds.py",
             "bench/city_guides.probes.jsonl",
             *REGPACK,
@@ -162,7 +157,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "regulatory": Benchmark(
         "ObliQA: the clause hierarchy in retrieval",
         "bench/regulatory.py",
-        (*ASK, *EMBED, *EVALUATE, "bench/dense.py", "bench/retrieval.py"),
+        (*ASK, *EMBED, *EVALUATE, "bench/dense.py"),
     ),
     "scope": Benchmark(
         "Location-scoped questions (example corpus)",
@@ -206,8 +201,6 @@ BENCHMARKS: dict[str, Benchmark] = {
             *EVALUATE,
             "bench/seeds.py",
             "bench/city_guides.probes.jsonl",
-            "bench/dense.py",
-            "bench/retrieval.py",
             *REGPACK,
         ),
     ),
@@ -217,8 +210,6 @@ BENCHMARKS: dict[str, Benchmark] = {
         (
             *ASK,
             *EVALUATE,
-            "bench/synthetic.py",
-            "bench/gate.py",
             "bench/seeds.py",
             "bench/city_guides.probes.jsonl",
             *REGPACK,
@@ -230,11 +221,8 @@ BENCHMARKS: dict[str, Benchmark] = {
         (
             *ASK,
             *EVALUATE,
-            "bench/synthetic.py",
-            "bench/real_docs.py",
             "bench/real_docs.probes.jsonl",
             "bench/real_docs.heldout.jsonl",
-            "bench/gate.py",
             "bench/seeds.py",
             "bench/city_guides.probes.jsonl",
             *REGPACK,
@@ -246,11 +234,8 @@ BENCHMARKS: dict[str, Benchmark] = {
         (
             *ASK,
             *EVALUATE,
-            "bench/concise.py",
-            "bench/synthetic.py",
             "bench/gate.py",
             "bench/seeds.py",
-            "bench/real_docs.py",
             "bench/real_docs.probes.jsonl",
             "bench/real_docs.heldout.jsonl",
             "bench/city_guides.probes.jsonl",
@@ -266,9 +251,6 @@ BENCHMARKS: dict[str, Benchmark] = {
             *ASK,
             *EMBED,
             *EVALUATE,
-            "bench/gate.py",
-            "bench/dense.py",
-            "bench/retrieval.py",
             "bench/seeds.py",
             "bench/city_guides.probes.jsonl",
             *REGPACK,
@@ -281,10 +263,6 @@ BENCHMARKS: dict[str, Benchmark] = {
             *ASK,
             *EMBED,
             *EVALUATE,
-            "bench/synthetic.py",
-            "bench/gate.py",
-            "bench/dense.py",
-            "bench/retrieval.py",
             "bench/seeds.py",
             "bench/city_guides.probes.jsonl",
             *REGPACK,
@@ -299,8 +277,6 @@ BENCHMARKS: dict[str, Benchmark] = {
             *EVALUATE,
             "bench/gate.py",
             "bench/default_gate.py",
-            "bench/dense.py",
-            "bench/retrieval.py",
             "bench/seeds.py",
             "bench/city_guides.probes.jsonl",
             "train/reader_data.py",
@@ -328,8 +304,6 @@ BENCHMARKS: dict[str, Benchmark] = {
             *EMBED,
             *EVALUATE,
             "bench/planfit.py",
-            "bench/synthetic.py",
-            "bench/gate.py",
             "bench/seeds.py",
             "bench/city_guides.probes.jsonl",
             *REGPACK,
@@ -379,13 +353,12 @@ BENCHMARKS: dict[str, Benchmark] = {
             *REGPACK,
             "examples/regpack.followups.jsonl",
             "bench/followups.heldout.jsonl",
-            "bench/generation.py",
         ),
     ),
     "routes": Benchmark(
         "Routes: what each way in adds over POST /query",
         "bench/routes.py",
-        (*ASK, *EMBED, *SERVE, f"{_PKG}/mcp", "bench/serve_load.py", *REGPACK),
+        (*ASK, *EMBED, *SERVE, f"{_PKG}/mcp", *REGPACK),
     ),
     "postgres_eval": Benchmark(
         "PostgreSQL store: the same evaluation through both stores",
@@ -395,12 +368,12 @@ BENCHMARKS: dict[str, Benchmark] = {
     "pg_bm25": Benchmark(
         "BM25 inside PostgreSQL: pg_textsearch's index against exhaustive SQL",
         "bench/pg_bm25.py",
-        (*ASK, *EVALUATE, "bench/scale.py", "bench/retrieval.py", "tests/pgserver.py", *REGPACK),
+        (*ASK, *EVALUATE, "tests/pgserver.py", *REGPACK),
     ),
     "postgres_load": Benchmark(
         "PostgreSQL store: API throughput with several workers",
         "bench/postgres_load.py",
-        (*ASK, *EMBED, *SERVE, "bench/serve_load.py", "tests/pgserver.py", *REGPACK),
+        (*ASK, *EMBED, *SERVE, "tests/pgserver.py", *REGPACK),
     ),
     "scale": Benchmark(
         "Scale: index directory and PostgreSQL, 10,000 and 100,000 chunks",
@@ -411,7 +384,6 @@ BENCHMARKS: dict[str, Benchmark] = {
             *SERVE,
             "bench/realistic.py",
             "bench/postgres_load.py",
-            "bench/serve_load.py",
             "tests/pgserver.py",
         ),
     ),
@@ -424,7 +396,6 @@ BENCHMARKS: dict[str, Benchmark] = {
             *SERVE,
             "bench/realistic.py",
             "bench/postgres_load.py",
-            "bench/serve_load.py",
             "tests/pgserver.py",
         ),
     ),
@@ -460,7 +431,6 @@ BENCHMARKS: dict[str, Benchmark] = {
             *ASK,
             *EMBED,
             *SERVE,
-            "bench/postgres_eval.py",
             "tests/crashkit.py",
             "tests/pgserver.py",
             "examples/regpack",
@@ -474,12 +444,12 @@ BENCHMARKS: dict[str, Benchmark] = {
     "pipeline": Benchmark(
         "The pipeline before and after",
         "bench/pipeline.py",
-        (*ASK, *EMBED, *EVALUATE, *SERVE, "bench/dense.py", *REGPACK),
+        (*ASK, *EMBED, *EVALUATE, *SERVE, *REGPACK),
     ),
     "soak": Benchmark(
         "Soak: serving while the index is rebuilt",
         "bench/soak.py",
-        (*ASK, *EMBED, *SERVE, "bench/serve_load.py", *REGPACK),
+        (*ASK, *EMBED, *SERVE, *REGPACK),
     ),
 }
 
