@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import report
 import sets
 from _common import (
     ROOT,
@@ -163,9 +164,9 @@ def scifact() -> dict[str, Any] | None:
     from groundqa.ingestion import ingest
 
     index = sets.BUILDS / "scifact"
-    report = ingest([test.corpus], index, fmt="beir")
+    built = ingest([test.corpus], index, fmt="beir")
     engine = Engine.open(index)
-    chunks = report.counts["chunks"]
+    chunks = built.counts["chunks"]
     timing = _build_timing(engine.manifest.timings_s)
 
     tuning = {}
@@ -248,11 +249,11 @@ def natech() -> dict[str, Any] | None:
     plans = (*RETRIEVERS, "bm25+defs", "hybrid+defs", "hybrid+weighted=0.5/0.5")
     reports = _probe_runs([csv], probes, "natech", plans)
     out: dict[str, Any] = {}
-    for plan, report in reports.items():
-        first = next(r for r in report.results if r.probe.id == "natech-01")
+    for plan, result in reports.items():
+        first = next(r for r in result.results if r.probe.id == "natech-01")
         out[plan] = {
             **{
-                k: round(report.metrics[k], 4)
+                k: round(result.metrics[k], 4)
                 for k in ("recall@1", "recall@3", "recall@5", "hit@3", "mrr")
             },
             "natech-01 rank": first.rank,
@@ -270,11 +271,11 @@ def obliqa() -> dict[str, Any] | None:
 
     queries, qrels = dev.queries, dev.qrels
     index = sets.BUILDS / "obliqa"
-    report = ingest([dev.documents], index, fmt="obliqa")
+    built = ingest([dev.documents], index, fmt="obliqa")
     engine = Engine.open(index)
     out: dict[str, Any] = {
         "queries": len(queries),
-        "chunks": report.counts["chunks"],
+        "chunks": built.counts["chunks"],
         **_build_timing(engine.manifest.timings_s),
     }
     for plan in RETRIEVERS:
@@ -341,10 +342,6 @@ def _label(plan: str, tuned: str = "") -> str:
     return f"{label} (chosen on train)" if plan == tuned else label
 
 
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
 def run() -> dict[str, Any]:
     sets.BUILDS.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"machine": machine()}
@@ -383,7 +380,7 @@ def run() -> dict[str, Any]:
         for plan, r in sf["runs"].items():
             label = _label(plan, sf["tuned"])
             md.append(
-                _row(
+                report.row(
                     [
                         label,
                         f"{r['ndcg@10']:.4f}",
@@ -443,7 +440,7 @@ def run() -> dict[str, Any]:
         ]
         for plan, r in nt.items():
             md.append(
-                _row(
+                report.row(
                     [_label(plan)]
                     + [f"{r[k]:.3f}" for k in ("recall@1", "recall@3", "recall@5", "hit@3", "mrr")]
                     + [str(r["natech-01 rank"] or "not in top 30")]
@@ -471,11 +468,11 @@ def run() -> dict[str, Any]:
             "unexpected sections, and by other sections of the expected document) with and "
             "without diversity and the gazetteer, and rank-1 stability across paraphrases:",
             "",
-            _row(["retriever", *keys]),
+            report.row(["retriever", *keys]),
             "|---|" + "---:|" * len(keys),
         ]
         for plan, r in cg.items():
-            md.append(_row([_label(plan)] + [f"{r[k]:.3f}" for k in keys]))
+            md.append(report.row([_label(plan)] + [f"{r[k]:.3f}" for k in keys]))
         md.append("")
     rp = data["regpack"]
     keys = list(next(iter(rp.values())))
@@ -483,11 +480,11 @@ def run() -> dict[str, Any]:
         "**Example corpus** (`examples/regpack.probes.jsonl`), acronym expansion on and off "
         "(`+acr`), and the default plan:",
         "",
-        _row(["retriever", *keys]),
+        report.row(["retriever", *keys]),
         "|---|" + "---:|" * len(keys),
     ]
     for plan, r in rp.items():
-        md.append(_row([_label(plan)] + [f"{r[k]:.3f}" for k in keys]))
+        md.append(report.row([_label(plan)] + [f"{r[k]:.3f}" for k in keys]))
     write_result("dense", data, "\n".join(md))
     return data
 

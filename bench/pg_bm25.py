@@ -32,6 +32,7 @@ from typing import Any
 import pg
 import sets
 from _common import ROOT, WORK, latency_summary, machine, time_each, write_result
+from report import table
 
 sys.path.insert(0, str(ROOT))
 
@@ -259,10 +260,6 @@ def scale(admin_url: str, n: int) -> dict[str, Any]:
 # ---------------------------------------------------------------- report
 
 
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
 def _lat(entry: dict[str, Any]) -> str:
     return f"{entry['p50_ms']:.2f} / {entry['p95_ms']:.2f}"
 
@@ -279,28 +276,24 @@ def markdown(data: dict[str, Any]) -> str:
         "",
         "**Parity** (bm25 retriever, metrics as `groundqa eval --beir` computes them):",
         "",
-        "| corpus | store | nDCG@10 | recall@10 | recall@100 | MRR@10 | lexical k=10 p50 / p95 ms "
-        "| k=100 p50 / p95 ms |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
+    rows: list[list[str]] = []
     notes = []
     for corpus in ("scifact", "obliqa"):
         part = data.get(corpus)
         if not part:
-            md.append(_row([corpus, "skipped: ../shared missing", *[""] * 6]))
+            rows.append([corpus, "skipped: ../shared missing", *[""] * 6])
             continue
         for store in STORES:
             r, lat = part["runs"][store], part["latency"][store]
-            md.append(
-                _row(
-                    [
-                        f"{corpus} ({part['queries']} q, {part['chunks']:,} chunks)",
-                        STORE_LABELS[store],
-                        *(f"{r[k]:.4f}" for k in METRICS),
-                        _lat(lat["k10"]),
-                        _lat(lat["k100"]),
-                    ]
-                )
+            rows.append(
+                [
+                    f"{corpus} ({part['queries']} q, {part['chunks']:,} chunks)",
+                    STORE_LABELS[store],
+                    *(f"{r[k]:.4f}" for k in METRICS),
+                    _lat(lat["k10"]),
+                    _lat(lat["k100"]),
+                ]
             )
         notes.append(
             f"{corpus}: largest metric difference from the directory "
@@ -308,25 +301,40 @@ def markdown(data: dict[str, Any]) -> str:
             + ", ".join(f"{k} {v}" for k, v in part["top10_differs"].items())
             + f"; pg_textsearch indexes built in {part['pg_index_bm25_s']} s"
         )
+    md += table(
+        [
+            "corpus",
+            "store",
+            "nDCG@10",
+            "recall@10",
+            "recall@100",
+            "MRR@10",
+            "lexical k=10 p50 / p95 ms",
+            "k=100 p50 / p95 ms",
+        ],
+        rows,
+        "llrrrrrr",
+    )
     rp = data["regpack"]
     md += [
         "",
         f"**Example corpus** ({rp['probes']} probes, {rp['chunks']} chunks, bm25 retriever):",
         "",
-        "| store | recall@1 | recall@5 | recall@10 | MRR | lexical k=10 p50 / p95 ms |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    for store in STORES:
-        m = rp["metrics"][store]
-        md.append(
-            _row(
+        *table(
+            ["store", "recall@1", "recall@5", "recall@10", "MRR", "lexical k=10 p50 / p95 ms"],
+            (
                 [
                     STORE_LABELS[store],
-                    *(f"{m.get(k, 0):.4f}" for k in ("recall@1", "recall@5", "recall@10", "mrr")),
+                    *(
+                        f"{rp['metrics'][store].get(k, 0):.4f}"
+                        for k in ("recall@1", "recall@5", "recall@10", "mrr")
+                    ),
                     _lat(rp["latency"][store]["k10"]),
                 ]
-            )
-        )
+                for store in STORES
+            ),
+        ),
+    ]
     notes.append(
         f"example corpus: every probe metric identical in the three stores: {rp['identical']}; "
         "queries whose top 10 differs: "
@@ -337,33 +345,39 @@ def markdown(data: dict[str, Any]) -> str:
         "**Scale** (synthetic chunks of ~100 Zipf words from bench/atscale.py, 200 queries of "
         "3-5 of a chunk's words, one `lexical_search` call each after 5 warm-up calls):",
         "",
-        "| chunks | ingest s | pg_textsearch index s | index MB (bm25 / GIN) | path | "
-        "k=10 p50 / p95 ms | k=100 p50 / p95 ms | same top k as SQL (k=10 / k=100) |",
-        "|---:|---:|---:|---|---|---:|---:|---:|",
     ]
+    rows = []
     for s in data["scale"]:
         if "error" in s:
-            md.append(_row([f"{s['chunks']:,}", f"failed: {s['error']}", *[""] * 6]))
+            rows.append([f"{s['chunks']:,}", f"failed: {s['error']}", *[""] * 6])
             continue
         for name in ("pg-sql", "pg-index"):
-            md.append(
-                _row(
-                    [
-                        f"{s['chunks']:,}",
-                        str(s["ingest_s"]),
-                        str(s["timings_s"].get("index_bm25", "-")),
-                        f"{s['index_mb'].get('bm25', 0)} / {s['index_mb'].get('gin', 0)}",
-                        STORE_LABELS[name],
-                        _lat(s["latency"][name]["k10"]),
-                        _lat(s["latency"][name]["k100"]),
-                        " / ".join(
-                            f"{s['identical_top_k'][k]['same']} of {s['identical_top_k'][k]['of']}"
-                            for k in ("k10", "k100")
-                        ),
-                    ]
-                )
+            rows.append(
+                [
+                    f"{s['chunks']:,}",
+                    str(s["ingest_s"]),
+                    str(s["timings_s"].get("index_bm25", "-")),
+                    f"{s['index_mb'].get('bm25', 0)} / {s['index_mb'].get('gin', 0)}",
+                    STORE_LABELS[name],
+                    _lat(s["latency"][name]["k10"]),
+                    _lat(s["latency"][name]["k100"]),
+                    " / ".join(
+                        f"{s['identical_top_k'][k]['same']} of {s['identical_top_k'][k]['of']}"
+                        for k in ("k10", "k100")
+                    ),
+                ]
             )
-    return "\n".join(md) + "\n"
+    header = [
+        "chunks",
+        "ingest s",
+        "pg_textsearch index s",
+        "index MB (bm25 / GIN)",
+        "path",
+        "k=10 p50 / p95 ms",
+        "k=100 p50 / p95 ms",
+        "same top k as SQL (k=10 / k=100)",
+    ]
+    return "\n".join([*md, *table(header, rows, "rrrllrrr")]) + "\n"
 
 
 def run() -> dict[str, Any]:

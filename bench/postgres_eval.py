@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 import pg
+import report
 import sets
 from _common import (
     ROOT,
@@ -314,7 +315,7 @@ def scifact(admin_url: str) -> dict[str, Any] | None:
     assert PLANS[-1] == DEFAULT_DENSE_PLAN, (PLANS, DEFAULT_DENSE_PLAN)
     index = BUILDS / "scifact"
     t = time.perf_counter()
-    report = ingest([test.corpus], index, fmt="beir")  # a no-op while unchanged
+    ingested = ingest([test.corpus], index, fmt="beir")  # a no-op while unchanged
     dir_build_s = time.perf_counter() - t
     directory = Engine.open(index)
     assert isinstance(directory.store, DirectoryStore) and directory.store.vectors is not None
@@ -387,7 +388,7 @@ def scifact(admin_url: str) -> dict[str, Any] | None:
         "queries": len(test.queries),
         "chunks": len(directory.chunks),
         "directory_build": directory.manifest.build_id,
-        "directory_rebuilt": report.changed,
+        "directory_rebuilt": ingested.changed,
         "directory_ingest_s": round(dir_build_s, 1),
         "load": loaded,
         "auto_uses_hnsw": auto_uses_ann,
@@ -445,8 +446,8 @@ def regpack(admin_url: str) -> dict[str, Any]:
     built = {}
     for name, location in (("directory", str(directory)), ("postgresql", url)):
         t = time.perf_counter()
-        report = ingest([corpus], location)
-        built[name] = {"chunks": report.counts["chunks"], "s": round(time.perf_counter() - t, 1)}
+        ingested = ingest([corpus], location)
+        built[name] = {"chunks": ingested.counts["chunks"], "s": round(time.perf_counter() - t, 1)}
     results = {
         "directory": _eval_json(str(directory), probes),
         "postgresql": _eval_json(url, probes),
@@ -482,10 +483,6 @@ def regpack(admin_url: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- report
-
-
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
 
 
 def _num(value: float | None) -> str:
@@ -565,7 +562,7 @@ def markdown(data: dict[str, Any]) -> str:
             for name in STORES:
                 r, lat = sf["runs"][plan][name], sf["latency"][plan][name]
                 md.append(
-                    _row(
+                    report.row(
                         [
                             PLAN_LABELS.get(plan, plan),
                             STORE_LABELS[name],
@@ -596,7 +593,7 @@ def markdown(data: dict[str, Any]) -> str:
         for plan in PLANS:
             for pair, d in sf["differences"][plan].items():
                 md.append(
-                    _row(
+                    report.row(
                         [
                             PLAN_LABELS.get(plan, plan),
                             pair,
@@ -637,7 +634,7 @@ def markdown(data: dict[str, Any]) -> str:
         for store in ("directory", "postgresql"):
             m = rp["metrics"][store][r]
             md.append(
-                _row(
+                report.row(
                     [
                         PLAN_LABELS.get(r, r),
                         store,

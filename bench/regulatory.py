@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import report
 import sets
 from _common import machine, write_result
 from report import PLAN_LABELS
@@ -51,7 +52,7 @@ def _variant(
     from groundqa.ingestion import ingest
 
     t = time.perf_counter()
-    report = ingest([sources], index, fmt="obliqa", **settings)
+    ingested = ingest([sources], index, fmt="obliqa", **settings)
     build_s = time.perf_counter() - t
     engine = Engine.open(index)
     t = time.perf_counter()
@@ -67,8 +68,8 @@ def _variant(
         runs[plan] = {k: round(s[k], 4) for k in METRICS}
     return {
         "index": index.name,
-        "rebuilt": report.changed,
-        "chunks": report.counts["chunks"],
+        "rebuilt": ingested.changed,
+        "chunks": ingested.counts["chunks"],
         "build_s": round(build_s, 1),
         "embed_s": round(engine.manifest.timings_s.get("embed", 0.0), 1),
         "query_s": round(time.perf_counter() - t, 1),
@@ -106,10 +107,6 @@ def obliqa() -> dict[str, Any] | None:
     }
 
 
-def _row(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
 def _delta(value: float, base: float) -> str:
     return f"{value - base:+.4f}"
 
@@ -134,7 +131,7 @@ def markdown(data: dict[str, Any]) -> str:
         "level; the hierarchy is the clause path the loader reads from passage ids. "
         "Differences are against the same retriever with the hierarchy in the chunk text:",
         "",
-        _row(
+        report.row(
             [
                 "retriever",
                 "hierarchy",
@@ -156,7 +153,7 @@ def markdown(data: dict[str, Any]) -> str:
             b = base["runs"][plan]
             same = variant == HIERARCHY
             md.append(
-                _row(
+                report.row(
                     [PLAN_LABELS.get(plan, plan), variant]
                     + [f"{r[k]:.4f}" for k in METRICS]
                     + (
