@@ -104,7 +104,7 @@ def documents_of(chunks: Sequence[Chunk]) -> list[Document]:
     return out
 
 
-def sample_chunks(chunks: Sequence[Chunk], max_text: int = MAX_TEXT) -> list[Chunk]:
+def sample_chunks(chunks: Sequence[Chunk], max_text: int) -> list[Chunk]:
     """`chunks`, or where their text is over `max_text` characters, chunks drawn at random
     (under SEED) until the next would pass it, in their index order."""
     if sum(len(c.text) for c in chunks) <= max_text:
