@@ -81,6 +81,27 @@ def test_corpora_name_what_ingest_reads_and_what_is_asked() -> None:
         assert probes and len({p.id for p in probes}) == len(probes), name
 
 
+def test_scifact_claims_cite_abstracts_of_the_corpus() -> None:
+    need_shared("bench", "scifact")
+    found = sets.scifact_claims("train")
+    assert found is not None
+    corpus, claims = found
+    assert len(corpus) > 5000 and len(claims) > 800
+    cited = [str(d) for c in claims for d in c["cited_doc_ids"]]
+    assert cited and sum(d in corpus for d in cited) / len(cited) > 0.95
+    assert all(c["claim"].strip() and isinstance(c["evidence"], dict) for c in claims)
+
+
+def test_built_corpora_name_the_build_each_keeps_and_ask_only_answerable_questions() -> None:
+    need_shared("bench", "scifact")
+    found = sets.built_corpora()
+    assert found["example corpus"][0] == "regpack"
+    assert found["SciFact test"][:3] == ("scifact", [sets.scifact("test").corpus], "beir")
+    names = [build for build, *_ in found.values()]
+    assert len(set(names)) == len(names)
+    assert all(p.answerable for *_, probes in found.values() for p in probes)
+
+
 def test_a_set_that_is_not_there_is_none(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import _common
 
@@ -90,4 +111,6 @@ def test_a_set_that_is_not_there_is_none(monkeypatch: pytest.MonkeyPatch, tmp_pa
     assert sets.city_guides() is None
     assert sets.clapnq() is None
     assert sets.scifact("test") is None
+    assert sets.scifact_claims() is None
     assert list(sets.corpora()) == ["example corpus"]
+    assert list(sets.built_corpora()) == ["example corpus"]
