@@ -41,6 +41,7 @@ from groundqa import audit
 from groundqa.audit import VERDICTS, AuditReport, audit_answer
 from groundqa.generate import cite
 from groundqa.models import Chunk, Citation, Hit
+from report import pct
 
 LABELS = ("SUPPORT", "CONTRADICT", "NEI")
 RIGHT = {
@@ -217,10 +218,6 @@ def example_pack() -> dict[str, Any]:
     }
 
 
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{100 * x:.1f}%"
-
-
 def run() -> dict[str, Any] | None:
     cases = load_cases()
     if cases is None:
@@ -267,16 +264,16 @@ def run() -> dict[str, Any] | None:
         pl = ours_score["per_label"][label]
         v = pl["verdicts"]
         rows.append(
-            f"| {label} | {pl['claims']} | {pl['checkable']} ({_pct(pl['checkable_share'])}) "
+            f"| {label} | {pl['claims']} | {pl['checkable']} ({pct(pl['checkable_share'])}) "
             f"| {v['NOT_CONTRADICTED']} | {v['DERIVED']} | {v['UNSUPPORTED']} "
-            f"| {v['MISATTRIBUTED']} | {v['UNVERIFIABLE']} | {_pct(pl['right_of_checkable'])} |"
+            f"| {v['MISATTRIBUTED']} | {v['UNVERIFIABLE']} | {pct(pl['right_of_checkable'])} |"
         )
     prec_rows = []
     for verdict, p in ours_score["precision"].items():
         b = base_score["precision"].get(verdict, {"given": 0, "strict": None, "lenient": None})
         prec_rows.append(
-            f"| {verdict} | {p['given']} | {_pct(p['strict'])} | {_pct(p['lenient'])} "
-            f"| {b['given']} | {_pct(b['strict'])} | {_pct(b['lenient'])} |"
+            f"| {verdict} | {p['given']} | {pct(p['strict'])} | {pct(p['lenient'])} "
+            f"| {b['given']} | {pct(b['strict'])} | {pct(b['lenient'])} |"
         )
     cold_lat, warm_lat = data["timing"]["cold"], data["timing"]["warm"]
     share = ours_score["checkable_share"]
@@ -285,7 +282,7 @@ def run() -> dict[str, Any] | None:
 {data["dataset"]}; {machine()["cpus"]} CPUs; `python bench/audit.py`. Each claim is
 audited as a one-sentence answer citing its abstract(s). Method `{audit.METHOD}`.
 
-**The screen reads only {_pct(share)} of these claims** ({ours_score["per_label"]["SUPPORT"]["checkable"] + ours_score["per_label"]["CONTRADICT"]["checkable"] + ours_score["per_label"]["NEI"]["checkable"]} of {len(cases)}):
+**The screen reads only {pct(share)} of these claims** ({ours_score["per_label"]["SUPPORT"]["checkable"] + ours_score["per_label"]["CONTRADICT"]["checkable"] + ours_score["per_label"]["NEI"]["checkable"]} of {len(cases)}):
 most SciFact claims carry no number, unit, date or identifier at all ({with_digit} contain a
 digit, and most of those digits are names such as `IL-6` or `CD4`, which are not checkable).
 On the rest it says UNVERIFIABLE, which is the point of `checkable_share`: a quiet screen is
@@ -297,8 +294,8 @@ not a clean one. Entailment of prose needs a `Judge` (an NLI model), which does 
 
 Right: SUPPORT → NOT_CONTRADICTED/DERIVED; CONTRADICT → UNSUPPORTED/MISATTRIBUTED;
 NEI → anything but NOT_CONTRADICTED. Accuracy over checkable claims:
-{_pct(ours_score["accuracy_of_checkable"])} (digit baseline: {_pct(base_score["accuracy_of_checkable"])}
-over the {_pct(base_score["checkable_share"])} of claims it reads).
+{pct(ours_score["accuracy_of_checkable"])} (digit baseline: {pct(base_score["accuracy_of_checkable"])}
+over the {pct(base_score["checkable_share"])} of claims it reads).
 
 Precision per verdict (share of claims given the verdict whose label agrees; strict counts
 only CONTRADICT as agreeing with UNSUPPORTED/MISATTRIBUTED, lenient counts NEI too):
@@ -312,7 +309,7 @@ Tokens read in claims: {dict(kinds.most_common())}; their status: {dict(statuses
 
 On the example pack, where the extractive answerer copies its sentences: {pack["answered"]} of
 {pack["questions"]} probe questions answered, {pack["claims"]} claims, checkable share
-{_pct(pack["checkable_share"])}, verdicts {pack["verdicts"]}; citation check ok on
+{pct(pack["checkable_share"])}, verdicts {pack["verdicts"]}; citation check ok on
 {pack["citation_check_ok"]} of {pack["questions"]} answers; false alarms (UNSUPPORTED or
 MISATTRIBUTED on a copied sentence): {pack["false_alarms"]}.
 

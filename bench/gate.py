@@ -57,6 +57,7 @@ from groundqa.evaluate.calibrate import (
 from groundqa.gate import DEFAULT_GATE, DEFAULT_READER_GATE, READER_FEATURES, Gate
 from groundqa.gate.model import Array, refusal_at, roc_auc
 from groundqa.ingestion import ingest
+from report import pct
 
 PLOT = "gate_reliability.png"
 LEXICAL = "lexical reader"
@@ -315,13 +316,9 @@ def _share(o: dict[str, int]) -> float:
     return o["refused"] / o["n"]
 
 
-def _pct(v: float) -> str:
-    return f"{100 * v:.1f}%"
-
-
 def _reading(c: dict[str, dict[str, Any]]) -> str:
     """One sentence: what each score refuses of the unanswerable at 5% false refusal."""
-    parts = [f"{name} {_pct(v['5%']['refused_unanswerable'])}" for name, v in c.items()]
+    parts = [f"{name} {pct(v['5%']['refused_unanswerable'])}" for name, v in c.items()]
     return (
         "Read off each score's curve at 5% false refusal instead (the cut set on these same "
         "questions, so a best case for every row), the share of unanswerable questions "
@@ -340,11 +337,11 @@ def _clapnq_table(cq: dict[str, Any]) -> list[str]:
         o = m["outcome"]
         a, n = o["answerable"], o["near_miss"]
         rows.append(
-            f"| {name} | {c['auc']:.3f} | {_pct(c['5%']['refused_unanswerable'])} "
-            f"| {_pct(c['10%']['refused_unanswerable'])} "
-            f"| {a['refused']}/{a['n']} ({_pct(a['refused'] / a['n'])}; gate {a['gate']}) "
-            f"| {n['gate']}/{n['n']} ({_pct(n['gate'] / n['n'])}) "
-            f"| {n['refused']}/{n['n']} ({_pct(n['refused'] / n['n'])}) |"
+            f"| {name} | {c['auc']:.3f} | {pct(c['5%']['refused_unanswerable'])} "
+            f"| {pct(c['10%']['refused_unanswerable'])} "
+            f"| {a['refused']}/{a['n']} ({pct(a['refused'] / a['n'])}; gate {a['gate']}) "
+            f"| {n['gate']}/{n['n']} ({pct(n['gate'] / n['n'])}) "
+            f"| {n['refused']}/{n['n']} ({pct(n['refused'] / n['n'])}) |"
         )
     return rows
 
@@ -426,14 +423,14 @@ def markdown(data: dict[str, Any]) -> str:
             *_clapnq_table(cq),
             "",
             f"The question's own passage is retrieved first for "
-            f"{_pct(cq['own_passage_at_rank1'])} of the answerable questions. The corpus "
+            f"{pct(cq['own_passage_at_rank1'])} of the answerable questions. The corpus "
             "holds only the listed passages, and an unanswerable question's passage was picked "
             "at random from the article it asks about, so it is usually a looser match than "
             "an answerable question's own passage: that looseness is most of what the cosine "
             f"and the calibrated model pick up (AUC {cq['curves']['cosine>=0.3']['auc']:.2f} "
             f"and {cq['curves']['calibrated']['auc']:.2f}); over whole articles the near "
             "misses would be nearer and these figures lower. Even so, at 5% false refusal "
-            f"{_pct(1 - cq['curves']['calibrated']['5%']['refused_unanswerable'])} of the "
+            f"{pct(1 - cq['curves']['calibrated']['5%']['refused_unanswerable'])} of the "
             "unanswerable questions get through. Retrieval scores, term coverage and a cosine "
             "measure whether a passage is *about* the question, not whether it *answers* it; "
             "the answer model's rows add a reader that judges that, but it was trained on "
@@ -460,9 +457,9 @@ def markdown(data: dict[str, Any]) -> str:
             "|---|---:|---:|",
             *(
                 f"| {n} | {_cell(un['natech']['false_refusals'][n])} "
-                f"({_pct(_share(un['natech']['false_refusals'][n]))}) "
+                f"({pct(_share(un['natech']['false_refusals'][n]))}) "
                 f"| {_cell(un['obliqa_dev']['false_refusals'][n])} "
-                f"({_pct(_share(un['obliqa_dev']['false_refusals'][n]))}) |"
+                f"({pct(_share(un['obliqa_dev']['false_refusals'][n]))}) |"
                 for n in names
             ),
             "",

@@ -39,6 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import ROOT, WORK, machine, write_result
+from report import pct
 
 sys.path.insert(0, str(ROOT))  # tests/pdfgen.py renders the PDFs
 
@@ -170,10 +171,6 @@ def long_register() -> dict[str, Any]:
     }
 
 
-def _share(x: float) -> str:
-    return f"{100 * x:.1f}%"
-
-
 def _pct(n: int, d: int) -> str:
     return f"{100 * n / d:.1f}%" if d else "—"
 
@@ -187,8 +184,8 @@ def markdown(data: dict[str, Any]) -> str:
             f"| {_pct(v['chunks_on_right_page'], v['chunks'])} ({v['chunks_on_right_page']}/{v['chunks']}) "
             f"| {v['furniture_left']} (baseline {v['baseline_furniture']}) "
             f"| {v['sections_found']}/{v['sections_expected']} (+{v['sections_extra']}) "
-            f"| {_share(v['words_recall'])} / {_share(v['words_precision'])} "
-            f"| {_share(v['baseline_words_recall'])} / {_share(v['baseline_words_precision'])} |"
+            f"| {pct(v['words_recall'])} / {pct(v['words_precision'])} "
+            f"| {pct(v['baseline_words_recall'])} / {pct(v['baseline_words_precision'])} |"
         )
     long = data["long"]
     hyphenated = data["variants"]["no outline, hyphenated"]["hyphenated_words"]

@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import machine, shared_path, write_result
 from groundqa.loaders.pdf import heading_view, load_pdf
 from groundqa.loaders.pdf_furniture import norm
+from report import pct
 
 DEBIAN = (
     Path("/usr/share/doc/shared-mime-info/shared-mime-info-spec.pdf"),
@@ -152,10 +153,6 @@ def run() -> dict[str, Any] | None:
     return data
 
 
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}%"
-
-
 def markdown(data: dict[str, Any]) -> str:
     lines = [
         "## PDF headings by their type, against real outlines",
@@ -174,11 +171,11 @@ def markdown(data: dict[str, Any]) -> str:
     ]
     for name, row in data["pdfs"].items():
         cells = [
-            f"{_pct(row[k]['recall'])} / {_pct(row[k]['nesting'])} / {row[k]['not_in_outline']}"
+            f"{pct(row[k]['recall'])} / {pct(row[k]['nesting'])} / {row[k]['not_in_outline']}"
             for k in ("type", "numbered")
         ]
         loaded = row["loaded"]
-        cells.append(f"{_pct(loaded['share'])} ({loaded['matching']}/{loaded['sections']})")
+        cells.append(f"{pct(loaded['share'])} ({loaded['matching']}/{loaded['sections']})")
         lines.append(
             f"| {name} ({row['source']}) | {row['type']['outline']} | {' | '.join(cells)} |"
         )
