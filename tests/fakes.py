@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from groundqa.text import split_sentences
+from tests.pgserver import free_port
 
 
 @dataclass
@@ -124,10 +124,7 @@ class FakeServer:
 
 
 def closed_port_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 def quote_source_1(user: str) -> list[str]:

@@ -37,7 +37,8 @@ from groundqa.serve import ServeSettings
 from groundqa.text import DEFAULT_ANALYZER
 from tests.cli.test_cli import one_error_line
 from tests.conftest import REGPACK, REGPACK_PROBES, copy_index, pg_database_url
-from tests.serve.test_api import _free_port, _wait_for_health, keep_asking_through, live_server
+from tests.pgserver import free_port
+from tests.serve.test_api import _wait_for_health, keep_asking_through, live_server
 
 psycopg = pytest.importorskip(
     "psycopg", reason="PostgreSQL tests need pip install -e '.[postgres]'"
@@ -486,7 +487,7 @@ def test_an_ingest_right_after_a_killed_one_takes_the_lock(pg_url: str, tmp_path
 
 
 def test_a_server_that_is_down_is_one_line_naming_the_host() -> None:
-    port = _free_port()
+    port = free_port()
     url = f"postgresql://groundqa:secret@127.0.0.1:{port}/corpus"
     for args in (["ask", "What is the setback?"], ["ingest", str(REGPACK), "--no-dense"]):
         run = subprocess.run(
@@ -610,7 +611,7 @@ def test_a_database_that_goes_away_is_a_503_with_retry_after(
 def test_serve_runs_several_workers_over_one_database(pg_url: str, tmp_path: Path) -> None:
     corpus = _copy_corpus(tmp_path)
     first = ingest([corpus], pg_url, dense=None)
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen(
         [*GROUNDQA, "serve", "--store", pg_url, "--port", str(port), "--workers", "2"],
         stdout=subprocess.PIPE,

@@ -47,6 +47,7 @@ from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.serve import FACET_KEYS, ServeSettings, create_app
 from tests.conftest import REGPACK, REGPACK_PROBES, copy_index
 from tests.fakes import FakeServer, Out, Reply, Seen
+from tests.pgserver import free_port
 
 TOKEN = "test-token-7f3a"
 ORIGIN = "http://localhost:5173"
@@ -607,17 +608,11 @@ def test_a_cached_question_still_needs_the_token(secured_url: str) -> None:
 # ---------------------------------------------------------------- groundqa serve
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 SERVE = [sys.executable, "-m", "groundqa.cli", "serve"]
 
 
 def test_groundqa_serve_runs_until_terminated(index: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "GROUNDQA_TOKEN": TOKEN, "COLUMNS": "200"}
     proc = subprocess.Popen(
         [*SERVE, "--index", str(index), "--port", str(port), "--cache", "off"],
@@ -664,7 +659,7 @@ def test_a_generator_that_cannot_be_reached_is_a_502_that_is_never_cached(
 ) -> None:
     """A network generator that is down: 502 in the error shape, not a 200 whose empty answer
     reads as one; a stream ends with an `error` event instead of `done`."""
-    dead = f"http://127.0.0.1:{_free_port()}/v1"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
     settings = ServeSettings(
         generator_options=GeneratorOptions(base_url=dead, timeout_s=2),
         allowed_generators=("openai:m",),

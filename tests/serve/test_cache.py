@@ -20,6 +20,7 @@ import pytest
 
 from groundqa.errors import UsageError
 from groundqa.serve.cache import MemoryCache, NoCache, RedisCache, make_cache, redact
+from tests.pgserver import free_port
 
 REDIS_SERVER = Path("/usr/bin/redis-server")
 
@@ -154,12 +155,6 @@ def test_redact_hides_the_password() -> None:
 
 
 # ---------------------------------------------------------------- a real redis-server
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _pong(port: int) -> bool:

@@ -44,7 +44,8 @@ from groundqa.serve import DEFAULT_RATE_LIMIT, RATE_BURST, RateLimiter, default_
 from groundqa.serve.settings import DEFAULT_CLIENT_CONNECTIONS, default_client_connections
 from tests.conftest import REGPACK
 from tests.fakes import FakeServer, Out, Reply, Seen
-from tests.serve.test_api import NEER, SERVE, _events, _free_port, _wait_for_health
+from tests.pgserver import free_port
+from tests.serve.test_api import NEER, SERVE, _events, _wait_for_health
 
 ANSWER = "Failing to lodge a NEER report by the due date attracts a civil penalty. [1]"
 CLAIM = "attracts a civil penalty"
@@ -109,7 +110,7 @@ def groundqa_serve(
 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`groundqa serve` on a free port (cache off); yields its URL and process. Its output
     goes to files, so a chatty server cannot fill a pipe and stall."""
-    port = _free_port()
+    port = free_port()
     log = tmp_path / f"serve-{port}.log"
     with log.open("wb") as sink:
         proc = subprocess.Popen(
