@@ -210,6 +210,10 @@ def test_a_fit_over_a_sample_says_so(dense_index: Path, monkeypatch: pytest.Monk
     sampled = len(planfit.sample_chunks(chunks, half))
     assert entry["sample"] == {"chunks": sampled, "of": len(chunks)}
     assert entry["probes"] >= planfit.MIN_PROBES  # still fitted, on the sample's questions
+    # and the line `inspect`, /health and the build report show says the same
+    summary = describe_fit({"plan_fit": entry}, str(entry["builtin"]))
+    assert f"made from a sample of {sampled:,} of this corpus's {len(chunks):,} chunks" in summary
+    assert "made from this corpus" not in summary
 
 
 def test_a_small_corpus_keeps_the_built_in_plan_and_says_why(tmp_path: Path) -> None:

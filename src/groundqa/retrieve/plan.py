@@ -130,18 +130,26 @@ def describe_fit(retrieval: Mapping[str, Any], builtin: str) -> str:
     grid = fit.get("grid", {})
     metric = str(fit.get("metric", "recall@10"))  # what the plans were ranked by
     builtin_figure = grid.get(builtin, {}).get(metric, 0.0)
+    questions = f"{fit['probes']} questions made from {_made_from(fit)}"
     plan = fitted_plan(retrieval)
     if plan:
         low, high = fit["interval"]
         return (
-            f"{plan}, fitted on {fit['probes']} questions made from this corpus ({metric} "
-            f"{grid[plan][metric]:.3f} against {builtin_figure:.3f} for the built-in {builtin}; "
-            f"difference {low:+.3f} to {high:+.3f})"
+            f"{plan}, fitted on {questions} ({metric} {grid[plan][metric]:.3f} against "
+            f"{builtin_figure:.3f} for the built-in {builtin}; difference {low:+.3f} to {high:+.3f})"
         )
     return (
-        f"the built-in plan {builtin} ({metric} {builtin_figure:.3f} on {fit['probes']} "
-        f"questions made from this corpus): {fit['kept']}"
+        f"the built-in plan {builtin} ({metric} {builtin_figure:.3f} on {questions}): {fit['kept']}"
     )
+
+
+def _made_from(fit: Mapping[str, Any]) -> str:
+    """The text a fit made its questions from: the whole corpus, or the sample of its
+    chunks that a large corpus gives (`evaluate.planfit.MAX_TEXT`)."""
+    sample = fit.get("sample")
+    if not isinstance(sample, Mapping):
+        return "this corpus"
+    return f"a sample of {sample['chunks']:,} of this corpus's {sample['of']:,} chunks"
 
 
 def check_retriever(name: str, available: Sequence[str] = RETRIEVERS) -> Plan:
