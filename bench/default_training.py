@@ -166,13 +166,12 @@ def held_out() -> dict[str, ProbeFeatures] | None:
     city_guides, natech, obliqa = sets.city_guides(), sets.natech(), sets.obliqa()
     if city_guides is None or natech is None or obliqa is None:
         return None
-    from sets import BUILDS
 
     guides, own, seed_probes = city_guides
     csv, natech_probes = natech
     # The gate benchmark's own default builds, and the dense benchmark's ObliQA index.
     city = sets.build([guides], "city_guides", reader="lexical")
-    ingest([obliqa.documents], BUILDS / "obliqa", fmt="obliqa")
+    ingest([obliqa.documents], sets.BUILDS / "obliqa", fmt="obliqa")
     return {
         "city guides, seed questions": probe_features(city, seed_probes),
         "city guides, our probes": probe_features(city, own),
@@ -182,7 +181,7 @@ def held_out() -> dict[str, ProbeFeatures] | None:
         ),
         "natech": probe_features(sets.build([csv], "natech", reader="lexical"), natech_probes),
         "obliqa dev": probe_features(
-            Engine.open(BUILDS / "obliqa", reader="lexical"), obliqa.probes()
+            Engine.open(sets.BUILDS / "obliqa", reader="lexical"), obliqa.probes()
         ),
     }
 

@@ -203,13 +203,12 @@ def uncalibrated() -> dict[str, Any] | None:
     natech, obliqa = sets.natech(), sets.obliqa()
     if natech is None or obliqa is None:
         return None
-    from sets import BUILDS
 
     csv, natech_probes = natech
     answerable = {
         "natech": (sets.GATE_BUILDS / "natech", [csv], "auto", natech_probes),
         # The dense benchmark's index of the same build: its vectors are reused, not re-embedded.
-        "obliqa_dev": (BUILDS / "obliqa", [obliqa.documents], "obliqa", obliqa.probes()),
+        "obliqa_dev": (sets.BUILDS / "obliqa", [obliqa.documents], "obliqa", obliqa.probes()),
     }
     out: dict[str, Any] = {}
     for name, (index, sources, fmt, probes) in answerable.items():

@@ -48,7 +48,6 @@ from groundqa.evaluate.selffit import self_fit
 from groundqa.gate import DEFAULT_GATE
 from groundqa.index.dense import DenseSettings
 from groundqa.ingestion import ingest
-from sets import corpora
 
 OUT_WORK = WORK / "outcomes"
 BINS = 5
@@ -235,7 +234,7 @@ def run() -> dict[str, Any]:
         "gate": {"threshold": DEFAULT_GATE.threshold, "floor": DEFAULT_GATE.floor},
         "sets": {},
     }
-    for name, (sources, fmt, probes) in corpora().items():
+    for name, (sources, fmt, probes) in sets.corpora().items():
         data["sets"][name] = measure(name, sources, fmt, probes)
         print(f"{name}: {data['sets'][name]['seconds']} s", flush=True)
     data["ingest_cost"] = ingest_cost()

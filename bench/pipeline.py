@@ -41,12 +41,11 @@ from typing import Any
 
 import sets
 from _common import ROOT, latency_summary, machine, write_result
-from sets import BUILDS
 
 DEFAULT_BASELINE = "3e7a25b"
 # Kept between runs (bench/retrieval.py clears bench/.work): the baseline's source per
 # commit, and the SciFact build, which takes minutes to embed.
-PIPELINE_WORK = BUILDS / "pipeline"
+PIPELINE_WORK = sets.BUILDS / "pipeline"
 PLACES = 4
 WARMUP = 5
 # The methods alone, as `eval --beir` compares them by default; each side's default plan

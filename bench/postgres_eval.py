@@ -51,7 +51,6 @@ from _common import (
     write_result,
 )
 from report import PLAN_LABELS
-from sets import BUILDS
 
 sys.path.insert(0, str(ROOT))
 
@@ -313,7 +312,7 @@ def scifact(admin_url: str) -> dict[str, Any] | None:
     from groundqa.text import Analyzer
 
     assert PLANS[-1] == DEFAULT_DENSE_PLAN, (PLANS, DEFAULT_DENSE_PLAN)
-    index = BUILDS / "scifact"
+    index = sets.BUILDS / "scifact"
     t = time.perf_counter()
     ingested = ingest([test.corpus], index, fmt="beir")  # a no-op while unchanged
     dir_build_s = time.perf_counter() - t
@@ -527,7 +526,6 @@ def _parting_note(sf: dict[str, Any]) -> str:
 
 
 def markdown(data: dict[str, Any]) -> str:
-
     seconds = data["seconds"]
     md = [
         "## PostgreSQL store: the same evaluation through both stores",

@@ -275,7 +275,6 @@ def rerank() -> dict[str, Any] | None:
     from groundqa.engine import Engine
     from groundqa.evaluate.beir import score_run
     from groundqa.ingestion import ingest
-    from sets import BUILDS
 
     test, obliqa = sets.scifact("test"), sets.obliqa()
     if test is None or obliqa is None:
@@ -284,14 +283,14 @@ def rerank() -> dict[str, Any] | None:
     picked = sorted(random.Random(13).sample(sorted(queries), RERANK_OBLIQA))
     runs = {
         "scifact_test": (
-            BUILDS / "scifact",
+            sets.BUILDS / "scifact",
             [test.corpus],
             "beir",
             test.queries,
             test.qrels,
         ),
         "obliqa_dev_sample": (
-            BUILDS / "obliqa",
+            sets.BUILDS / "obliqa",
             [obliqa.documents],
             "obliqa",
             {q: queries[q] for q in picked},

@@ -30,7 +30,6 @@ import report
 import sets
 from _common import machine, write_result
 from report import PLAN_LABELS
-from sets import BUILDS
 
 PLANS = ("bm25", "dense", "hybrid", "hybrid+weighted=0.5/0.5+defs")
 METRICS = ("recall@10", "map@10", "ndcg@10", "mrr@10")
@@ -86,10 +85,10 @@ def obliqa() -> dict[str, Any] | None:
     queries, qrels, sources = dev.queries, dev.qrels, dev.documents
     return {
         "queries": len(queries),
-        HIERARCHY: _variant(sources, BUILDS / "obliqa", PLANS, queries, qrels),
+        HIERARCHY: _variant(sources, sets.BUILDS / "obliqa", PLANS, queries, qrels),
         FLAT: _variant(
             sources,
-            BUILDS / "obliqa-no-section-path",
+            sets.BUILDS / "obliqa-no-section-path",
             PLANS,
             queries,
             qrels,
@@ -97,7 +96,7 @@ def obliqa() -> dict[str, Any] | None:
         ),
         FIELD: _variant(
             sources,
-            BUILDS / "obliqa-heading-field",
+            sets.BUILDS / "obliqa-heading-field",
             ("bm25",),
             queries,
             qrels,
@@ -183,7 +182,7 @@ def markdown(data: dict[str, Any]) -> str:
 
 
 def run() -> dict[str, Any]:
-    BUILDS.mkdir(parents=True, exist_ok=True)
+    sets.BUILDS.mkdir(parents=True, exist_ok=True)
     data: dict[str, Any] = {"machine": machine()}
     seconds: dict[str, float] = {}
     for name, fn in (("obliqa", obliqa),):

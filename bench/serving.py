@@ -58,13 +58,13 @@ def free_port() -> int:
 @dataclass(frozen=True)
 class Server:
     proc: subprocess.Popen[bytes]
-    url: str
+    port: int
     # Seconds from the start of the process to its first answered query.
     ready_s: float
 
     @property
-    def port(self) -> int:
-        return int(self.url.rsplit(":", 1)[1])
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
 
 
 @contextlib.contextmanager
@@ -77,8 +77,9 @@ def server(
     it fails to start. Stopped on leaving: terminated, killed after 30 s."""
     import httpx
 
-    url = f"http://127.0.0.1:{free_port()}"
-    args = [str(EXE), "serve", "--index", str(index), "--port", url.rsplit(":", 1)[1]]
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    args = [str(EXE), "serve", "--index", str(index), "--port", str(port)]
     started = time.perf_counter()
     with log.open("wb") if log is not None else contextlib.nullcontext(subprocess.PIPE) as err:
         proc = subprocess.Popen(
@@ -98,7 +99,7 @@ def server(
             if time.perf_counter() - started > READY_S:
                 raise RuntimeError(f"serve did not answer within {READY_S:.0f} s")
             time.sleep(0.05)
-        yield Server(proc, url, time.perf_counter() - started)
+        yield Server(proc, port, time.perf_counter() - started)
     finally:
         stop(proc)
 
