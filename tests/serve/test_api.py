@@ -46,7 +46,7 @@ from groundqa.ingestion import ingest
 from groundqa.models import REFUSAL, Answer, Chunk, Hit
 from groundqa.serve import FACET_KEYS, ServeSettings, create_app
 from tests.conftest import REGPACK, REGPACK_PROBES, copy_index
-from tests.fakes import FakeServer, Out, Reply, Seen
+from tests.fakes import FakeServer, Out, Reply, Seen, closed_port_url
 from tests.pgserver import free_port
 
 TOKEN = "test-token-7f3a"
@@ -659,7 +659,7 @@ def test_a_generator_that_cannot_be_reached_is_a_502_that_is_never_cached(
 ) -> None:
     """A network generator that is down: 502 in the error shape, not a 200 whose empty answer
     reads as one; a stream ends with an `error` event instead of `done`."""
-    dead = f"http://127.0.0.1:{free_port()}/v1"
+    dead = f"{closed_port_url()}/v1"
     settings = ServeSettings(
         generator_options=GeneratorOptions(base_url=dead, timeout_s=2),
         allowed_generators=("openai:m",),
