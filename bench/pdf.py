@@ -171,17 +171,14 @@ def long_register() -> dict[str, Any]:
     }
 
 
-def _pct(n: int, d: int) -> str:
-    return f"{100 * n / d:.1f}%" if d else "—"
-
-
 def markdown(data: dict[str, Any]) -> str:
     rows = []
     for name, v in data["variants"].items():
         rows.append(
             f"| {name} | {v['pdfs']} / {v['pages']} | {v['load_pdf_pages_per_s']:.0f} "
             f"| {v['baseline_pages_per_s']:.0f} "
-            f"| {_pct(v['chunks_on_right_page'], v['chunks'])} ({v['chunks_on_right_page']}/{v['chunks']}) "
+            f"| {pct(v['chunks_on_right_page'] / v['chunks'] if v['chunks'] else None)} "
+            f"({v['chunks_on_right_page']}/{v['chunks']}) "
             f"| {v['furniture_left']} (baseline {v['baseline_furniture']}) "
             f"| {v['sections_found']}/{v['sections_expected']} (+{v['sections_extra']}) "
             f"| {pct(v['words_recall'])} / {pct(v['words_precision'])} "
