@@ -195,7 +195,7 @@ def ingest(
     unless it has its own); `follow_links` reads
     symbolic links in a corpus folder that point outside it (see `loaders.load`);
     `fit_gate` fits the gate to the build (`groundqa ingest` passes
-    `evaluate.selffit.self_fit`, which fits its floor), after `fit_plan` fits the
+    `evaluate.selffit.self_fit`, which fits its floor and band), after `fit_plan` fits the
     retrieval plan (`groundqa ingest` passes `evaluate.planfit.tune_plan`), since the
     gate's features are read from what that plan retrieves. The embedder is loaded first,
     so a wrong model name fails before the corpus is read; a remote embedder that fails
@@ -442,7 +442,7 @@ def _build(
 ) -> IngestReport:
     """`_write_build`, then the fits over the build now current: `build.fit_plan` where
     the build has no plan fit yet, and `build.fit_gate` after a new build or for one whose
-    gate was never fitted, unless it is calibrated."""
+    gate was never fitted (or fitted before the band was), unless it is calibrated."""
     report = _write_build(target, build, reporter, started, timings)
     if build.fit_plan is None and build.fit_gate is None:
         return report
@@ -458,10 +458,11 @@ def _build(
         plan_note = build.fit_plan(report.index_dir)
         timings["plan_fit"] = time.perf_counter() - t
     gate = manifest.gate if manifest is not None else {}
-    refit = report.changed or "self_fit" not in gate
+    # A gate fitted before the band was (an entry without one) is fitted again.
+    refit = report.changed or "band" not in gate.get("self_fit", {})
     if build.fit_gate is not None and not gate.get("calibrated") and refit:
         t = time.perf_counter()
-        reporter.stage("fitting the gate's floor")
+        reporter.stage("fitting the gate's floor and band")
         gate_notes.append(build.fit_gate(report.index_dir))
         timings["self_fit"] = time.perf_counter() - t
     return replace(

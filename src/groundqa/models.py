@@ -352,6 +352,10 @@ class GateDecision:
     outcome: str = ""
     floor: float | None = None
     self_fit: bool = False  # the default gate, with the floor its index fitted for itself
+    # The band gate's P(answerable) where it was asked (the default alone would refuse), and
+    # its floor, where the index fitted one (`Gate.band`).
+    band: float | None = None
+    band_floor: float | None = None
 
     def __post_init__(self) -> None:
         if not self.outcome:  # made before there were three outcomes
@@ -371,6 +375,8 @@ class GateDecision:
             "factors": dict(self.factors),
             "calibrated": self.calibrated,
             "self_fit": self.self_fit,
+            "band": self.band,
+            "band_floor": self.band_floor,
         }
 
     @classmethod
@@ -386,6 +392,8 @@ class GateDecision:
             outcome=str(d.get("outcome", "")),
             floor=float(d["floor"]) if d.get("floor") is not None else None,
             self_fit=bool(d.get("self_fit", False)),
+            band=float(d["band"]) if d.get("band") is not None else None,
+            band_floor=float(d["band_floor"]) if d.get("band_floor") is not None else None,
         )
 
 

@@ -722,6 +722,7 @@ def test_health_reports_the_calibrated_gate(api: tuple[str, Engine]) -> None:
         "threshold": engine.gate.threshold,
         "floor": engine.gate.floor,
         "self_fit": False,
+        "band_floor": None,
         "summary": engine.gate.describe(),
     }
     assert gate["summary"].startswith("calibrated on 52 answerable and 29 unanswerable probes")

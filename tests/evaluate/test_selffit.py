@@ -1,4 +1,5 @@
-"""The gate's floor fitted to each index by itself (`evaluate.selffit`), over real builds.
+"""The gate's floor and band fitted to each index by itself (`evaluate.selffit`), over
+real builds.
 
 The example corpus is big enough to fit on (147 chunks); the two-guide corpus of
 `write_small_corpus` is not (under 30). The PostgreSQL store fits the same way.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,11 +17,12 @@ from click.testing import CliRunner
 
 from groundqa.cli import main
 from groundqa.engine import Engine
-from groundqa.evaluate import selffit
+from groundqa.evaluate import load_probes, selffit
 from groundqa.evaluate.selffit import self_fit
 from groundqa.evaluate.synthetic import out_of_scope_questions
 from groundqa.gate import DEFAULT_GATE, DEFAULT_READER_GATE
 from groundqa.index.manifest import current_build, read_manifest
+from groundqa.index.open import set_gate
 from groundqa.ingestion import ingest
 from tests.conftest import REGPACK, REGPACK_PROBES, is_default, write_small_corpus
 
@@ -49,6 +52,39 @@ def test_the_floor_refuses_every_question_it_was_fitted_on(fitted: Path) -> None
     assert {engine.ask(p.question).outcome for p in questions} == {"refused"}
 
 
+def test_the_band_is_fitted_on_questions_made_from_the_index(fitted: Path) -> None:
+    entry = read_manifest(current_build(fitted)).gate["self_fit"]["band"]
+    assert entry["method"] == selffit.BAND_METHOD and "skipped" not in entry
+    assert "sample" not in entry  # the example corpus is read whole
+    made = entry["probes"]
+    assert made["answerable"] >= selffit.MIN_BAND_PROBES // 2
+    assert made["near_miss"] > 0 and made["out_of_scope"] > 0
+    assert 0.0 < entry["floor"] <= entry["threshold"] and entry["cv_auc"] > 0.8
+    gate = Engine.open(fitted).gate
+    assert gate.band is not None and gate.band.floor == entry["floor"]
+    assert f"or where a gate fitted on {sum(made.values())} questions made" in gate.describe()
+
+
+def test_the_band_only_turns_refusals_into_cautious_answers(fitted: Path) -> None:
+    engine = Engine.open(fitted)
+    assert engine.gate.band is not None
+    alone = replace(engine.gate, band=None)
+    rescued = []
+    for probe in load_probes(REGPACK_PROBES):
+        decision = engine.ask(probe.question).gate
+        before = alone.outcome(decision.score) if decision.features else "refused"
+        if decision.outcome != before:
+            assert (before, decision.outcome) == ("refused", "cautious")
+            assert decision.band is not None and decision.band >= engine.gate.band.floor
+            rescued.append(probe)
+        if probe.kind == "out_of_scope":
+            assert decision.outcome == "refused"
+    assert rescued, "the band changed no outcome on the example corpus's probes"
+    shown = CliRunner().invoke(main, ["ask", "--index", str(fitted), rescued[0].question])
+    assert shown.exit_code == 0, shown.output
+    assert "cautious: confidence" in shown.stdout and "the band gives" in shown.stdout
+
+
 def test_the_same_build_fits_the_same_floor(fitted: Path, tmp_path: Path) -> None:
     again = tmp_path / "idx"
     ingest([REGPACK], again, dense=None, fit_gate=self_fit)
@@ -76,7 +112,7 @@ def test_a_corpus_too_small_keeps_the_default_floor_with_a_note(tmp_path: Path) 
     report = ingest([write_small_corpus(tmp_path / "corpus")], index, dense=None, fit_gate=self_fit)
     assert "the gate keeps the built-in floor: the index has" in report.message
     gate = Engine.open(index).gate
-    assert is_default(gate) and gate.floor == DEFAULT_GATE.floor
+    assert is_default(gate) and gate.floor == DEFAULT_GATE.floor and gate.band is None
     inspected = CliRunner().invoke(main, ["inspect", "--index", str(index)])
     assert inspected.exit_code == 0 and "the floor was not fitted" in inspected.stdout
 
@@ -93,6 +129,19 @@ def test_a_failed_fit_never_fails_the_build(
     assert report.changed
     assert "the gate's floor could not be fitted (disk full)" in report.message
     assert Engine.open(index).gate is DEFAULT_GATE
+
+
+def test_a_failed_band_keeps_the_floor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(engine: Engine, n: int = 0) -> dict[str, object]:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(selffit, "fit_band", broken)
+    index = tmp_path / "idx"
+    report = ingest([REGPACK], index, dense=None, fit_gate=selffit.self_fit)
+    assert "gate: cautious from " in report.message
+    assert "; no band: it failed (disk full)" in report.message
+    gate = Engine.open(index).gate
+    assert gate.floor < DEFAULT_GATE.threshold and gate.band is None
 
 
 def test_a_calibration_is_kept_and_not_fitted_over(tmp_path: Path) -> None:
@@ -131,6 +180,8 @@ def test_the_postgres_store_fits_its_floor_too(pg_url: str, fitted: Path) -> Non
     local = read_manifest(current_build(fitted)).gate["self_fit"]
     assert engine.gate.info["self_fit"]["questions"] == local["questions"]
     assert engine.gate.floor == pytest.approx(local["floor"], abs=0.02)
+    assert engine.gate.band is not None
+    assert engine.gate.info["self_fit"]["band"]["probes"] == local["band"]["probes"]
 
 
 def test_an_index_built_before_floors_were_fitted_gets_one_when_ingested_again(
@@ -144,6 +195,13 @@ def test_an_index_built_before_floors_were_fitted_gets_one_when_ingested_again(
     assert "self_fit" in read_manifest(current_build(index)).gate
     # once fitted, an unchanged corpus is left alone
     assert ingest([REGPACK], index, dense=None, fit_gate=self_fit).message.endswith("nothing to do")
+    # a floor fitted before there were bands is fitted again, band and all
+    entry = read_manifest(current_build(index)).gate["self_fit"]
+    set_gate(index, {"self_fit": {k: v for k, v in entry.items() if k != "band"}})
+    assert Engine.open(index).gate.band is None
+    report = ingest([REGPACK], index, dense=None, fit_gate=self_fit)
+    assert not report.changed and "; cautious, too, where a gate fitted on" in report.message
+    assert read_manifest(current_build(index)).gate["self_fit"] == entry
 
 
 # ---------------------------------------------------------------- calibrate --synthetic

@@ -8,6 +8,7 @@ small model whose arithmetic is written out beside each expected number.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -285,6 +286,59 @@ def test_a_cautious_decision_still_answers_and_says_why() -> None:
     below = refused.decide({"t": 1.0}, feats)
     assert below.outcome == "refused" and not below.answer and "floor" in below.reason
     assert gate.decide({}, feats).outcome == "refused"
+
+
+# The band reads `b` where the gate reads `coverage`: each can pass what the other does not.
+BAND = Logistic(names=("b",), mean=(0.5,), scale=(0.25,), coef=(2.0,), intercept=0.0)
+
+
+def test_the_band_turns_only_refusals_into_cautious_answers() -> None:
+    band = Gate(BAND, 0.7, calibrated=True, floor_at=0.4, info={"cv_auc": 0.9})
+    gate = Gate(ONE, 0.6, calibrated=False, floor_at=0.5, band=band)
+    weights = {"t": 1.0}
+    # coverage 0.25: P 0.12, under the floor; b 0.5: the band's P 0.5, over its floor 0.4
+    rescued = gate.decide(weights, {"coverage": 0.25, "b": 0.5})
+    assert rescued.outcome == "cautious" and rescued.answer
+    assert rescued.score == 0.1192 and rescued.band == 0.5 and rescued.band_floor == 0.4
+    assert "the gate fitted on this corpus's own questions gives 0.50" in rescued.reason
+    assert "the closest passage, which may not answer this" in rescued.reason
+    assert GateDecision.from_dict(rescued.to_dict()) == rescued
+    # under both floors: refused, and the band's P is shown
+    refused = gate.decide(weights, {"coverage": 0.25, "b": 0.0})
+    assert refused.outcome == "refused" and refused.band == round(sigmoid(-4.0), 4) == 0.018
+    # the default's own outcomes stand: the band is not asked, and never refuses
+    confident = gate.decide(weights, {"coverage": 0.75, "b": 0.0})
+    cautious = gate.decide(weights, {"coverage": 0.5, "b": 0.0})
+    assert (confident.outcome, confident.band) == ("confident", None)
+    assert (cautious.outcome, cautious.band) == ("cautious", None)
+    assert "band" not in cautious.reason and cautious.band_floor == 0.4
+    # and it never makes an answer confident, however sure it is
+    assert gate.decide(weights, {"coverage": 0.0, "b": 1.0}).outcome == "cautious"
+    assert "or where a gate fitted on" in gate.describe() and "0.9" in gate.describe()
+    assert gate.digest != replace(gate, band=None).digest
+
+
+def test_an_index_band_is_read_back_only_when_the_lexical_default_can_use_it() -> None:
+    band = Gate(DEFAULT_MODEL, 0.6, calibrated=True, floor_at=0.2).to_dict()
+    entry = {
+        "index_fingerprint": "F" * 64,
+        "features": FEATURES_VERSION,
+        "floor": 0.3,
+        "questions": 100,
+        "band": {**band, "probes": {"answerable": 200, "near_miss": 100}},
+    }
+    gate = gate_for({"self_fit": entry}, "F" * 64)
+    assert gate.band is not None and gate.band.floor == 0.2 and gate.floor == 0.3
+    assert "or where a gate fitted on 300 questions made from this corpus" in gate.describe()
+    # a floor not fitted keeps its note, and the band still serves
+    skipped = {k: v for k, v in entry.items() if k != "floor"} | {"skipped": "too few"}
+    assert gate_for({"self_fit": skipped}, "F" * 64).band == gate.band
+    # the answer model's default has no band; a band that is unreadable, skipped or reads
+    # the answer model is set aside
+    assert gate_for({"self_fit": entry}, "F" * 64, reader=True).band is None
+    reads = Logistic(("reader_best",), (0.5,), (0.2,), (1.0,), 0.0).to_dict()
+    for bad in ({**band, "threshold": "x"}, {"skipped": "one class"}, {**band, "model": reads}):
+        assert gate_for({"self_fit": {**entry, "band": bad}}, "F" * 64).band is None
 
 
 def test_a_decision_stored_before_three_outcomes_reads_as_two() -> None:

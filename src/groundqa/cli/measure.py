@@ -307,6 +307,7 @@ def calibrate(
     """Fit the answer-or-refuse gate for an index on a probe set (or on probes made from
     its own corpus), and store it there."""
     from groundqa.evaluate import calibrate as cal
+    from groundqa.evaluate import selffit
 
     chosen = [bool(probes_path), bool(apply_path), reset, synthetic]
     if sum(chosen) != 1:
@@ -319,7 +320,7 @@ def calibrate(
         out.print(f"calibration from {apply_path} stored in build {manifest.build_id}")
         return
     if reset:
-        manifest = cal.reset(index_dir)
+        manifest = selffit.reset(index_dir)
         out.print(f"build {manifest.build_id} uses the built-in default gate again")
         return
     from groundqa.engine import Engine

@@ -76,6 +76,8 @@ def _confidence_line(answer: Answer) -> str:
     gate = answer.gate
     if gate.calibrated:
         kind = "calibrated"
+    elif gate.band_floor is not None:
+        kind = "default gate, its floor and band fitted to this index"
     elif gate.self_fit:
         kind = "default gate, its floor fitted to this index"
     else:
@@ -84,6 +86,10 @@ def _confidence_line(answer: Answer) -> str:
         cuts = f"confident from {gate.threshold:.2f}, cautious from {gate.floor:.2f}"
     else:
         cuts = f"answers from {gate.threshold:.2f}"
+    if gate.band_floor is not None:
+        cuts += f", or from {gate.band_floor:.2f} on the band"
+    if gate.band is not None:
+        cuts += f"; the band gives {gate.band:.2f}"
     return f"{answer.outcome}: confidence {answer.confidence:.2f} ({kind}; {cuts})"
 
 

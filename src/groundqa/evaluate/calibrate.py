@@ -34,10 +34,8 @@ from groundqa.chunking import ChunkerSettings
 from groundqa.engine import Engine
 from groundqa.errors import CalibrationError
 from groundqa.evaluate.probes import KINDS, Probe
-from groundqa.evaluate.selffit import self_fit
-from groundqa.evaluate.synthetic import make_probes
+from groundqa.evaluate.synthetic import SyntheticProbes, make_probes
 from groundqa.gate import (
-    DEFAULT_GATE,
     DENSE_FEATURES,
     LEXICAL_FEATURES,
     READER_FEATURES,
@@ -63,7 +61,9 @@ from groundqa.generate import Evidence, GeneratorOptions
 from groundqa.index.manifest import Manifest
 from groundqa.index.open import current_manifest, set_gate
 from groundqa.ingestion import corpus_fingerprint, ingest_documents, reload_recorded
+from groundqa.models import Document
 from groundqa.query import Query
+from groundqa.text import DEFAULT_ANALYZER
 
 # Fixed cutoffs shown beside the calibrated gate: (name, feature, minimum to answer).
 BASELINES = (("coverage>=0.4", "coverage", 0.4), ("cosine>=0.3", "dense_top", 0.3))
@@ -219,9 +219,13 @@ def gate_probability(gate: Gate, data: ProbeFeatures) -> Array:
 
 
 def gate_outcomes(gate: Gate, data: ProbeFeatures) -> dict[str, Any]:
-    """`judged` for a gate applied as it stands (its model, threshold and floor) to `data`."""
+    """`judged` for a gate applied as it stands (its model, threshold, floor and band, as
+    `Gate.decide` applies them) to `data`."""
     p = gate_probability(gate, data)
-    return judged(data, p < gate.floor, p, (p >= gate.floor) & (p < gate.threshold))
+    passes = p >= gate.floor
+    if gate.band is not None:
+        passes |= gate_probability(gate.band, data) >= gate.band.floor
+    return judged(data, ~passes, p, passes & (p < gate.threshold))
 
 
 def baselines(data: ProbeFeatures) -> dict[str, dict[str, Any]]:
@@ -377,15 +381,6 @@ def install(index_dir: str | Path, stored: Mapping[str, Any]) -> Manifest:
     return set_gate(index_dir, dict(stored), fingerprint)
 
 
-def reset(index_dir: str | Path) -> Manifest:
-    """Put the built-in default gate back, with the floor fitted to this index (as a new
-    build gets; see `evaluate.selffit`)."""
-
-    set_gate(index_dir, DEFAULT_GATE.to_dict())
-    self_fit(index_dir)
-    return current_manifest(index_dir)
-
-
 SYNTHETIC_PROBES = 400
 SYNTHETIC_METHOD = "mixed"
 
@@ -424,17 +419,9 @@ def calibrate_synthetic(
         raise CalibrationError(
             "the sources changed since this build; run ingest again, then calibrate"
         )
-    made = make_probes(documents, n=n, method=method, seed=seed)
-    with tempfile.TemporaryDirectory(prefix="groundqa-synthetic-") as scratch:
-        ingest_documents(
-            made.documents,
-            Path(scratch) / "index",
-            chunker=ChunkerSettings.from_dict(manifest.chunker),
-            dense=None,
-        )
-        data = probe_features(
-            Engine.open(Path(scratch) / "index", reader="lexical"), made.probes, progress=progress
-        )
+    made, data = synthetic_features(
+        documents, manifest.chunker, n=n, method=method, seed=seed, progress=progress
+    )
     return fit_report(
         data,
         target=target,
@@ -447,3 +434,33 @@ def calibrate_synthetic(
             "synthetic": {"method": method, "seed": seed, "made": made.counts()},
         },
     )
+
+
+def synthetic_features(
+    documents: Sequence[Document],
+    chunker: Mapping[str, Any],
+    *,
+    n: int,
+    method: str,
+    seed: int,
+    analyzer: str = DEFAULT_ANALYZER,
+    progress: Callable[[int], None] | None = None,
+) -> tuple[SyntheticProbes, ProbeFeatures]:
+    """About `n` probes made from `documents` (`synthetic.make_probes`), and their features
+    as `ask` reads them from a BM25-only build of the documents without the near misses'
+    sentences, made in a scratch directory with the `chunker` settings of the index they
+    stand for. The lexical features read the same on that build as on the index itself."""
+    made = make_probes(documents, n=n, method=method, seed=seed, analyzer=analyzer)
+    with tempfile.TemporaryDirectory(prefix="groundqa-synthetic-") as scratch:
+        ingest_documents(
+            made.documents,
+            Path(scratch) / "index",
+            chunker=ChunkerSettings.from_dict(dict(chunker)),
+            dense=None,
+        )
+        engine = Engine.open(Path(scratch) / "index", reader="lexical")
+        try:
+            data = probe_features(engine, made.probes, progress=progress)
+        finally:
+            engine.store.close()
+    return made, data

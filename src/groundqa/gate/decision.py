@@ -8,6 +8,11 @@ probability into three outcomes.
   out-of-scope question the gate was fitted on (`model.floor_for`), so what sits
   under it looks like a question the corpus does not cover at all.
 
+The default gate may carry a `band`: a second gate that its index fitted on questions
+made from its own text (`evaluate.selffit`). It only widens the cautious band: what
+the default would refuse is answered with caution when the band's own probability
+reaches the band's floor. It never makes an answer confident, and it never refuses.
+
 An index's own calibration (`groundqa calibrate`) is used when it was made for
 this very build; otherwise the built-in default, with a note saying why. A
 refusal carries no citation.
@@ -48,6 +53,8 @@ class Gate:
     note: str = ""  # why an index's own calibration is not in use, if it is not
     origin: str = "the bundled example corpus"  # what a built-in default was fitted on
     floor_at: float | None = None  # None: no cautious band
+    # A gate the index fitted on its own made questions: cautious, too, from its floor up.
+    band: Gate | None = None
 
     @property
     def floor(self) -> float:
@@ -78,6 +85,7 @@ class Gate:
             "threshold": round(self.threshold, 6),
             "floor": self.floor,  # not rounded: rounded down, it would answer what it refuses
             "model": self.model.to_dict(),
+            **({"band": self.band.to_dict()} if self.band else {}),
             **self.info,
         }
 
@@ -112,9 +120,17 @@ class Gate:
             if fit
             else ""
         )
+        band = ""
+        if self.band is not None:
+            made = fit.get("band", {}).get("probes", {})
+            band = (
+                f", or where a gate fitted on {sum(made.values()) or '?'} questions made from "
+                f"this corpus gives {self.band.floor:.3f} or more (its cross-validated AUC "
+                f"{self.band.info.get('cv_auc', '?')})"
+            )
         return (
-            f"confident from {self.threshold:.3f}, cautious from {self.floor:.3f}{fitted}, "
-            "refused below"
+            f"confident from {self.threshold:.3f}, cautious from {self.floor:.3f}{fitted}"
+            f"{band}, refused below"
         )
 
     def outcome(self, p: float) -> str:
@@ -135,6 +151,14 @@ class Gate:
         p = self.model.probability(feats)
         factors = {k: round(v, 4) for k, v in self.model.factors(feats).items()}
         outcome = self.outcome(p)
+        band = self.band.model.probability(feats) if self.band and outcome == REFUSED else None
+        if band is not None and self.band and band >= self.band.floor:
+            reason = (
+                f"confidence {p:.2f} is below the {label} gate's floor {self.floor:.2f}, but "
+                f"the gate fitted on this corpus's own questions gives {band:.2f}, at or over "
+                f"its floor {self.band.floor:.2f}: the closest passage, which may not answer this"
+            )
+            return self._decision(CAUTIOUS, reason, p, dict(feats), label, factors, band)
         if outcome == REFUSED:
             cut = "floor" if self.floor < self.threshold else "threshold"
             reason = f"confidence {p:.2f} is below the {label} gate's {cut} {self.floor:.2f}"
@@ -146,7 +170,7 @@ class Gate:
             )
         else:
             reason = "confident enough to answer"
-        return self._decision(outcome, reason, p, dict(feats), label, factors)
+        return self._decision(outcome, reason, p, dict(feats), label, factors, band)
 
     def _decision(
         self,
@@ -156,6 +180,7 @@ class Gate:
         feats: dict[str, float],
         label: str,
         factors: dict[str, float] | None = None,
+        band: float | None = None,
     ) -> GateDecision:
         return GateDecision(
             answer=outcome != REFUSED,
@@ -168,6 +193,8 @@ class Gate:
             outcome=outcome,
             floor=round(self.floor, 4),
             self_fit=bool(self.info.get("self_fit")),
+            band=None if band is None else round(band, 4),
+            band_floor=None if self.band is None else round(self.band.floor, 4),
         )
 
 
@@ -259,9 +286,10 @@ def default_gate(reader: bool = False) -> Gate:
 
 
 def self_fitted(default: Gate, entry: Any, index_fingerprint: str, reader: bool) -> Gate:
-    """The default gate with the floor an index fitted for itself (`evaluate.selffit`),
-    when the entry holds one made for this build; the lexical default's floor only (the
-    answer model's default has no cautious band to move)."""
+    """The default gate with what an index fitted for itself (`evaluate.selffit`), when
+    the entry was made for this build: its floor, and the band gate that widens the
+    cautious band. The lexical default's only: the answer model's default has no
+    cautious band to move."""
     if (
         reader
         or not isinstance(entry, Mapping)
@@ -270,9 +298,13 @@ def self_fitted(default: Gate, entry: Any, index_fingerprint: str, reader: bool)
         return default
     if entry.get("features") != FEATURES_VERSION:
         return replace(default, note=STALE_FLOOR)
+    band = _band(entry.get("band"))
     if "skipped" in entry:
         return replace(
-            default, note=f"not calibrated (the floor was not fitted: {entry['skipped']})"
+            default,
+            note=f"not calibrated (the floor was not fitted: {entry['skipped']})",
+            band=band,
+            info={"self_fit": dict(entry)} if band else {},
         )
     try:
         floor = float(entry["floor"])
@@ -280,7 +312,19 @@ def self_fitted(default: Gate, entry: Any, index_fingerprint: str, reader: bool)
         return default
     if not 0.0 <= floor <= default.threshold:
         return default
-    return replace(default, floor_at=floor, info={"self_fit": dict(entry)})
+    return replace(default, floor_at=floor, info={"self_fit": dict(entry)}, band=band)
+
+
+def _band(stored: Any) -> Gate | None:
+    """The band gate an index fitted (see `Gate.band`), or None where there is none or it
+    cannot be read, or it weighs features the lexical default does not give."""
+    if not isinstance(stored, Mapping) or "skipped" in stored:
+        return None
+    try:
+        gate = calibrated_gate(stored)
+    except CalibrationError:
+        return None
+    return gate if set(gate.model.names) <= set(LEXICAL_FEATURES) else None
 
 
 def gate_for(stored: Mapping[str, Any], index_fingerprint: str, reader: bool = False) -> Gate:

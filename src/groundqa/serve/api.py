@@ -181,6 +181,7 @@ def create_app(engine: Engine, settings: ServeSettings) -> FastAPI:
                 "threshold": engine.gate.threshold,
                 "floor": engine.gate.floor,
                 "self_fit": bool(engine.gate.info.get("self_fit")),
+                "band_floor": engine.gate.band.floor if engine.gate.band else None,
                 "summary": engine.gate.describe(),
             },
             "cache": cache.status(),

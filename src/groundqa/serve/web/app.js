@@ -477,12 +477,21 @@
   function confidenceText(data) {
     const gate = data.gate;
     if (!gate || data.confidence === undefined || data.confidence === null) return null;
-    const kind = gate.calibrated ? "calibrated" : gate.self_fit ? "default gate, floor fitted to this index" : "default gate";
+    const hasBand = typeof gate.band_floor === "number";
+    const kind = gate.calibrated
+      ? "calibrated"
+      : hasBand
+        ? "default gate, floor and band fitted to this index"
+        : gate.self_fit
+          ? "default gate, floor fitted to this index"
+          : "default gate";
     const outcome = data.outcome ? `${data.outcome}: ` : "";
     let text = `${outcome}confidence ${percent(data.confidence)} (${kind}`;
     const banded = typeof gate.floor === "number" && typeof gate.threshold === "number" && gate.floor < gate.threshold;
     if (banded) text += `, confident from ${percent(gate.threshold)}, cautious from ${percent(gate.floor)}`;
     else if (gate.threshold !== undefined && gate.threshold !== null) text += `, answers from ${percent(gate.threshold)}`;
+    if (hasBand) text += `, or from ${percent(gate.band_floor)} on the band`;
+    if (typeof gate.band === "number") text += `; the band gives ${percent(gate.band)}`;
     return `${text})`;
   }
 
