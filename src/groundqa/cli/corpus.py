@@ -185,8 +185,8 @@ def validate(
 @click.option(
     "--no-self-fit",
     is_flag=True,
-    help="Keep the built-in gate's floor instead of fitting one on out-of-scope questions "
-    "made for the new build.",
+    help="Keep the built-in gate as it is instead of fitting a floor on out-of-scope "
+    "questions made for the new build and a band on questions made from its text.",
 )
 @click.option(
     "--no-tune",

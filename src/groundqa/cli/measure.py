@@ -285,7 +285,11 @@ def _fmt_metric(key: str, value: float) -> str:
     "instead of a probe file.",
 )
 @reader_option
-@click.option("--reset", is_flag=True, help="Go back to the built-in default gate.")
+@click.option(
+    "--reset",
+    is_flag=True,
+    help="Go back to the built-in default gate, with its floor and band fitted to this index.",
+)
 @click.option("--dry-run", is_flag=True, help="Fit and report, but store nothing.")
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(
