@@ -293,7 +293,7 @@ def test_synthetic_probe_figures_are_its_results_file() -> None:
     mixed, heading = "fitted on mixed probes", "fitted on heading probes"
     # `written` counts the language model's writing in its seconds; the makers do not.
     seconds = max(m["make_seconds"] for name, m in obliqa["made"].items() if name != "written")
-    quoted(text, "sections take about 1.9 s", "1.9", seconds)
+    quoted(text, "sections take about 2.2 s", "2.2", seconds)
     quoted(text, "the `mixed` maker: 12% against", "12", refused("city guides", mixed))
     quoted(text, "12% against 25%)", "25", refused("city guides", "default"))
     quoted(text, "comes within 0.08 of", "0.08", city["methods"][mixed]["gap"])
