@@ -42,8 +42,9 @@ def _row(report: Any) -> dict[str, Any]:
 def run() -> dict[str, Any]:
     from groundqa.engine import Engine
     from groundqa.evaluate import load_probes
-    from groundqa.evaluate.calibrate import calibrate, install, reset
+    from groundqa.evaluate.calibrate import calibrate, install
     from groundqa.evaluate.harness import evaluate_probes
+    from groundqa.evaluate.selffit import reset
     from groundqa.ingestion import ingest
 
     started = time.perf_counter()
